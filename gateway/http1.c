@@ -1,0 +1,467 @@
+/*
+ * http1.c - HTTP/1.1 request-head parser (RFC 9112) and the small helpers
+ * a forward proxy needs around it. See http1.h for the contract.
+ *
+ * The parser restarts from the first byte on every call (picohttpparser
+ * style): it keeps no state between calls, so a head that arrives one byte
+ * at a time gives exactly the result of one call over the whole buffer.
+ * Every byte is read through a struct sg_rd window of min(len, max_head)
+ * bytes; running off the window means "need more", which becomes
+ * "header too large" once the caller has given us max_head bytes.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sg.h"
+#include "sg_str.h"
+#include "http1.h"
+#include "sg_poison.h"
+
+/* Longest method we take for HTTP; longer tokens are some other protocol. */
+#define HTTP1_METHOD_MAX 20
+
+static int h1_fail(struct http1_request *req, const char *why)
+{
+	req->error = why;
+	return SG_ERROR;
+}
+
+/* The next byte without consuming it, or -1 at the end of the window. */
+static inline int h1_peek(const struct sg_rd *rd)
+{
+	return sg_rd_left(rd) ? rd->p[rd->off] : -1;
+}
+
+static inline const char *h1_at(const struct sg_rd *rd, size_t off)
+{
+	return (const char *)rd->p + off;
+}
+
+/* tchar (RFC 9110 5.6.2): the bytes of methods and field names. */
+static int h1_is_tchar(int c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return 1;
+	/* c > 0: strchr() would match the terminating NUL */
+	return c > 0 && c < 0x80 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static inline int h1_is_ows(int c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/*
+ * Consume one line end at a CR or LF. RFC 9112 2.2 lets a recipient take a
+ * bare LF as a line terminator, but a CR not followed by LF is rejected:
+ * another hop may end the line there and see different fields (smuggling).
+ * A CR that is the last byte so far is a valid prefix.
+ */
+static int h1_eol(struct sg_rd *rd, struct http1_request *req)
+{
+	if (h1_peek(rd) == '\r') {
+		if (sg_rd_left(rd) < 2)
+			return SG_AGAIN;
+		if (rd->p[rd->off + 1] != '\n')
+			return h1_fail(req, "bare CR");
+		sg_rd_skip(rd, 2);
+		return SG_OK;
+	}
+	sg_rd_skip(rd, 1);
+	return SG_OK;
+}
+
+/*
+ * Next element of a comma-separated list (RFC 9110 5.6.1), OWS trimmed.
+ * *pos starts at 0 and walks through v; returns 0 after the last element.
+ * An empty value is one empty element, so callers can reject it.
+ */
+static int h1_list_next(const char *v, size_t n, size_t *pos,
+			const char **el, size_t *el_len)
+{
+	size_t i = *pos, s, e;
+
+	if (i > n)
+		return 0;
+	s = i;
+	while (i < n && v[i] != ',')
+		i++;
+	e = i;
+	*pos = i + 1;
+	while (s < e && h1_is_ows(v[s]))
+		s++;
+	while (e > s && h1_is_ows(v[e - 1]))
+		e--;
+	*el = v + s;
+	*el_len = e - s;
+	return 1;
+}
+
+/*
+ * request-line = method SP request-target SP HTTP-version CRLF
+ * (RFC 9112 3). The method decides whether this is HTTP at all: anything
+ * that is not 1..HTTP1_METHOD_MAX tchars and a SP is SG_DECLINED as soon as
+ * the offending byte is in, so a TLS record (0x16) or binary junk on the
+ * listener is handed on at once. Past the method it is HTTP, and every
+ * fault is SG_ERROR: one SP only (3, no lenient whitespace), a target of
+ * visible ASCII (3.2), and "HTTP/1.0" or "HTTP/1.1" exactly - HTTP-name is
+ * case-sensitive (2.3), and "PRI * HTTP/2.0" (the h2 preface, RFC 9113
+ * 3.4) is an error here because PRI is a valid token.
+ */
+static int h1_request_line(struct sg_rd *rd, struct http1_request *req)
+{
+	static const char version[] = "HTTP/1.";
+	size_t start, i;
+	int c;
+
+	start = rd->off;
+	while ((c = h1_peek(rd)) >= 0 && h1_is_tchar(c)) {
+		if (rd->off - start == HTTP1_METHOD_MAX)
+			return SG_DECLINED;
+		sg_rd_skip(rd, 1);
+	}
+	if (c < 0)
+		return SG_AGAIN;
+	if (c != ' ' || rd->off == start)
+		return SG_DECLINED;
+	req->method = h1_at(rd, start);
+	req->method_len = rd->off - start;
+	sg_rd_skip(rd, 1);
+
+	start = rd->off;
+	while ((c = h1_peek(rd)) > 0x20 && c < 0x7f)
+		sg_rd_skip(rd, 1);
+	if (c < 0)
+		return SG_AGAIN;
+	if (c != ' ')
+		return h1_fail(req, "invalid byte in request-target");
+	if (rd->off == start)
+		return h1_fail(req, "empty request-target");
+	req->target = h1_at(rd, start);
+	req->target_len = rd->off - start;
+	sg_rd_skip(rd, 1);
+
+	for (i = 0; i < sizeof(version) - 1; i++) {
+		if ((c = h1_peek(rd)) < 0)
+			return SG_AGAIN;
+		if (c != version[i])
+			return h1_fail(req, "unsupported HTTP version");
+		sg_rd_skip(rd, 1);
+	}
+	if ((c = h1_peek(rd)) < 0)
+		return SG_AGAIN;
+	if (c != '0' && c != '1')
+		return h1_fail(req, "unsupported HTTP version");
+	req->minor_version = c - '0';
+	sg_rd_skip(rd, 1);
+
+	if ((c = h1_peek(rd)) < 0)
+		return SG_AGAIN;
+	if (c != '\r' && c != '\n')
+		return h1_fail(req, "junk after HTTP version");
+	return h1_eol(rd, req);
+}
+
+/*
+ * field-line = field-name ":" OWS field-value OWS (RFC 9112 5). No
+ * whitespace is allowed between name and colon (5.1: a server MUST reject
+ * it, since hops disagree on the name). The value keeps obs-text and HTAB
+ * (RFC 9110 5.5) but no other control byte: a NUL or lone CR is read
+ * differently by different implementations.
+ */
+static int h1_field_line(struct sg_rd *rd, struct http1_request *req,
+			 struct http1_header *h)
+{
+	size_t start = rd->off, end;
+	int c;
+
+	while ((c = h1_peek(rd)) >= 0 && h1_is_tchar(c))
+		sg_rd_skip(rd, 1);
+	if (c < 0)
+		return SG_AGAIN;
+	if (c != ':')
+		return h1_fail(req, h1_is_ows(c) ? "whitespace before colon"
+						 : "invalid byte in field name");
+	if (rd->off == start)
+		return h1_fail(req, "empty field name");
+	h->name = h1_at(rd, start);
+	h->name_len = rd->off - start;
+	sg_rd_skip(rd, 1);
+
+	while (h1_is_ows(h1_peek(rd)))
+		sg_rd_skip(rd, 1);
+	/* end trails the last non-OWS byte: trailing OWS is not the value */
+	start = end = rd->off;
+	for (;;) {
+		if ((c = h1_peek(rd)) < 0)
+			return SG_AGAIN;
+		if (c == '\r' || c == '\n')
+			break;
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return h1_fail(req, "control byte in field value");
+		sg_rd_skip(rd, 1);
+		if (!h1_is_ows(c))
+			end = rd->off;
+	}
+	h->value = h1_at(rd, start);
+	h->value_len = end - start;
+	return h1_eol(rd, req);
+}
+
+/*
+ * Content-Length (RFC 9110 8.6): 1*DIGIT. A list of identical values, in
+ * one field or several, is the same length said twice and is accepted;
+ * values that differ mean the hops may frame the body differently, so the
+ * request is rejected (RFC 9112 6.3 item 5). No sign, no empty element.
+ */
+static int h1_content_length(struct http1_request *req,
+			     const struct http1_header *h)
+{
+	const char *el;
+	size_t n, pos = 0, i;
+
+	while (h1_list_next(h->value, h->value_len, &pos, &el, &n)) {
+		int64_t v = 0;
+
+		if (n == 0)
+			return h1_fail(req, "invalid Content-Length");
+		for (i = 0; i < n; i++) {
+			int d = el[i] - '0';
+
+			if (d < 0 || d > 9)
+				return h1_fail(req, "invalid Content-Length");
+			if (v > (INT64_MAX - d) / 10)
+				return h1_fail(req, "Content-Length overflow");
+			v = v * 10 + d;
+		}
+		if (req->content_length >= 0 && req->content_length != v)
+			return h1_fail(req, "conflicting Content-Length");
+		req->content_length = v;
+	}
+	return SG_OK;
+}
+
+/*
+ * Transfer-Encoding (RFC 9112 6.1): the codings of every TE field form one
+ * list in order, and the body is chunked only when "chunked" is the last
+ * coding. Empty elements are ignored (RFC 9110 5.6.1). A request whose last
+ * coding is not chunked has no determinable length (RFC 9112 6.3 item 4):
+ * has_te && !chunked is left for the caller to answer with 400.
+ */
+static void h1_transfer_encoding(struct http1_request *req,
+				 const struct http1_header *h)
+{
+	const char *el;
+	size_t n, pos = 0;
+
+	req->has_te = 1;
+	while (h1_list_next(h->value, h->value_len, &pos, &el, &n))
+		if (n > 0)
+			req->chunked = n == 7 && sg_strncaseeq(el, "chunked", 7);
+}
+
+/*
+ * The framing and routing fields, judged as each line completes so a bad
+ * head fails as early as it can. Content-Length next to Transfer-Encoding
+ * is the classic smuggling shape (RFC 9112 6.1: a server MAY reject it; a
+ * proxy must, or forward both to a hop that picks the other one); a second
+ * Host is a 400 (RFC 9112 3.2).
+ */
+static int h1_derive(struct http1_request *req, const struct http1_header *h)
+{
+	int rc = SG_OK;
+
+	if (http1_header_is(h, "Content-Length"))
+		rc = h1_content_length(req, h);
+	else if (http1_header_is(h, "Transfer-Encoding"))
+		h1_transfer_encoding(req, h);
+	else if (http1_header_is(h, "Host")) {
+		if (req->host)
+			return h1_fail(req, "duplicate Host");
+		req->host = h->value;
+		req->host_len = h->value_len;
+	}
+	if (rc == SG_OK && req->has_te && req->content_length >= 0)
+		return h1_fail(req, "both Transfer-Encoding and Content-Length");
+	return rc;
+}
+
+/* The request line, the field lines, the empty line; nothing is kept. */
+static int h1_parse_head(struct sg_rd *rd, struct http1_request *req)
+{
+	int rc, c;
+
+	if ((rc = h1_request_line(rd, req)) != SG_OK)
+		return rc;
+	for (;;) {
+		struct http1_header *h;
+
+		if ((c = h1_peek(rd)) < 0)
+			return SG_AGAIN;
+		if (c == '\r' || c == '\n') {
+			if ((rc = h1_eol(rd, req)) != SG_OK)
+				return rc;
+			req->head_len = rd->off;
+			return SG_OK;
+		}
+		/*
+		 * A line that starts with whitespace is obs-fold (RFC 9112
+		 * 5.2), or whitespace before the first field (2.2): both
+		 * are rejected rather than unfolded, as other hops differ.
+		 */
+		if (h1_is_ows(c))
+			return h1_fail(req, "obs-fold or leading whitespace");
+		if (req->num_headers == HTTP1_MAX_HEADERS)
+			return h1_fail(req, "too many header fields");
+		h = &req->headers[req->num_headers];
+		if ((rc = h1_field_line(rd, req, h)) != SG_OK)
+			return rc;
+		req->num_headers++;
+		if ((rc = h1_derive(req, h)) != SG_OK)
+			return rc;
+	}
+}
+
+/*
+ * Parse one request head from buf (see http1.h for the return codes).
+ * The whole struct is reset first, so a req reused across calls carries
+ * nothing over. A head must be complete within max_head bytes: when it is
+ * not and len >= max_head, no later byte can complete it in time, so this
+ * is SG_ERROR at once rather than SG_AGAIN (a caller whose buffer holds
+ * exactly max_head bytes would otherwise wait forever). Bytes past
+ * head_len (a body, a pipelined request) are not looked at.
+ */
+int http1_parse_request(const uint8_t *buf, size_t len, size_t max_head,
+			struct http1_request *req)
+{
+	struct sg_rd rd;
+	int rc;
+
+	memset(req, 0, sizeof(*req));
+	req->content_length = -1;
+	sg_rd_init(&rd, buf, SG_MIN(len, max_head));
+	rc = h1_parse_head(&rd, req);
+	if (rc == SG_AGAIN && len >= max_head)
+		return h1_fail(req, "header too large");
+	return rc;
+}
+
+/*
+ * Bytes of an authority (RFC 3986 3.2): unreserved, pct-encoded,
+ * sub-delims, ":" and the brackets of an IP literal. Anything else
+ * (a backslash, a quote) is a host that parsers would disagree on.
+ */
+static int h1_is_authority_char(int c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return 1;
+	return c > 0 && strchr("-._~%!$&'()*+,;=:[]", c) != NULL;
+}
+
+/* scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) (RFC 3986 3.1) */
+static int h1_is_scheme_char(int c, int first)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+		return 1;
+	return !first && ((c >= '0' && c <= '9') || c == '+' || c == '-' ||
+			  c == '.');
+}
+
+/*
+ * Split an absolute-form target (RFC 9112 3.2.2). Only "scheme://" counts
+ * as absolute-form: "host:443" has a scheme-shaped prefix too but is the
+ * authority-form of CONNECT (3.2.3), so it is SG_DECLINED, as are
+ * origin-form and "*". Any scheme but http is an error: https is tunnelled
+ * with CONNECT, never fetched by the proxy. Userinfo is an error (RFC 9110
+ * 4.2.4: deprecated, and the classic "http://good@evil/" spoof). A query
+ * with no path ("http://h?q") is an error too: its origin-form is "/?q",
+ * which cannot be pointed to inside target, and clients send "/?q".
+ */
+int http1_split_absolute(const char *target, size_t len,
+			 const char **authority, size_t *authority_len,
+			 const char **path, size_t *path_len)
+{
+	size_t i = 0, a;
+
+	while (i < len && h1_is_scheme_char(target[i], i == 0))
+		i++;
+	if (i == 0 || len - i < 3 || memcmp(target + i, "://", 3) != 0)
+		return SG_DECLINED;
+	if (i != 4 || !sg_strncaseeq(target, "http", 4))
+		return SG_ERROR;
+	a = i += 3;
+	while (i < len && target[i] != '/' && target[i] != '?' &&
+	       target[i] != '#') {
+		if (target[i] == '@' || !h1_is_authority_char(target[i]))
+			return SG_ERROR;
+		i++;
+	}
+	/* RFC 9110 4.2.1: an http URI with an empty host is invalid */
+	if (i == a)
+		return SG_ERROR;
+	/* absolute-URI has no fragment; a query needs a path (see above) */
+	if (i < len && target[i] != '/')
+		return SG_ERROR;
+	if (memchr(target + i, '#', len - i))
+		return SG_ERROR;
+	*authority = target + a;
+	*authority_len = i - a;
+	if (i == len) {
+		*path = "/";
+		*path_len = 1;
+	} else {
+		*path = target + i;
+		*path_len = len - i;
+	}
+	return 0;
+}
+
+/* Field names are case-insensitive (RFC 9110 5.1). */
+int http1_header_is(const struct http1_header *h, const char *name)
+{
+	size_t n = strlen(name);
+
+	return h->name_len == n && sg_strncaseeq(h->name, name, n);
+}
+
+/*
+ * Hop-by-hop fields (RFC 9110 7.6.1): the fixed set, plus each name listed
+ * in any Connection field of req (a comma list, matched case-insensitively
+ * with OWS trimmed). Transfer-Encoding and Content-Length are framing and
+ * are never dropped, even when a Connection field names them: forwarding a
+ * body without its framing field would let the next hop read the body as
+ * a second request. Host is left alone too: it names the origin.
+ */
+int http1_is_hop_by_hop(const struct http1_request *req,
+			const struct http1_header *h)
+{
+	static const char *const fixed[] = {
+		"Connection", "Keep-Alive", "Proxy-Connection",
+		"Proxy-Authorization", "Proxy-Authenticate", "TE", "Trailer",
+		"Upgrade",
+	};
+	size_t i;
+
+	for (i = 0; i < SG_ARRAY_LEN(fixed); i++)
+		if (http1_header_is(h, fixed[i]))
+			return 1;
+	if (http1_header_is(h, "Transfer-Encoding") ||
+	    http1_header_is(h, "Content-Length") || http1_header_is(h, "Host"))
+		return 0;
+	for (i = 0; i < req->num_headers; i++) {
+		const struct http1_header *c = &req->headers[i];
+		const char *el;
+		size_t n, pos = 0;
+
+		if (!http1_header_is(c, "Connection"))
+			continue;
+		while (h1_list_next(c->value, c->value_len, &pos, &el, &n))
+			if (n > 0 && n == h->name_len &&
+			    sg_strncaseeq(el, h->name, n))
+				return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,531 @@
+/*
+ * serve.c - `sandgate serve`: workers, listeners, signals, reload, drain.
+ *
+ * The main thread loads the config, opens the audit writer, binds one
+ * SO_REUSEPORT listener per worker and kind, starts the workers and then
+ * only waits for signals (sigwaitinfo: no async-signal-safety puzzles):
+ *   SIGHUP   re-read the config; a valid one becomes the new snapshot,
+ *            an invalid one is logged and audited and the old one stays;
+ *   SIGUSR1  reopen the audit file;
+ *   SIGTERM/SIGINT  drain: stop accepting, let connections finish for
+ *            drain_timeout, then close what is left.
+ * Workers learn of changes through their eventfd.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sg.h"
+#include "sg_log.h"
+#include "audit/aud.h"
+#include "gateway/gw.h"
+#include "gateway/resolver.h"
+#include "gateway/serve.h"
+#include "sg_poison.h"
+
+/* ------------------------------------------------------------ snapshots */
+
+struct gw_snap *gw_snap_new(struct sg_config *cfg, uint64_t generation)
+{
+	struct gw_snap *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	atomic_init(&s->refs, 1);
+	s->cfg = cfg;
+	s->generation = generation;
+	return s;
+}
+
+struct gw_snap *gw_snap_ref(struct gw_snap *s)
+{
+	atomic_fetch_add(&s->refs, 1);
+	return s;
+}
+
+void gw_snap_put(struct gw_snap *s)
+{
+	if (s && atomic_fetch_sub(&s->refs, 1) == 1) {
+		pol_config_free(s->cfg);
+		free(s);
+	}
+}
+
+/* ------------------------------------------------------------ listeners */
+
+int gw_listen_socket(const char *spec, int reuse_port, int transparent_ok,
+		     char *err, size_t errsz, int *bound_port)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	struct sockaddr_storage ss;
+	struct sg_addr a;
+	socklen_t sl;
+	int port, fd, one = 1, zero = 0;
+	const char *colon = strrchr(spec, ':');
+
+	SG_UNUSED(transparent_ok);
+	/* "HOST:PORT"; port 0 asks the kernel for one (tests). */
+	if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(host)) {
+		snprintf(err, errsz, "listen \"%s\": expected HOST:PORT", spec);
+		return -1;
+	}
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	port = atoi(colon + 1);
+	if (sg_addr_parse(host, strlen(host), &a) < 0 || port < 0 || port > 65535) {
+		snprintf(err, errsz, "listen \"%s\": expected an IP address and a port", spec);
+		return -1;
+	}
+	/* "[::]" must stay a dual-stack v6 socket even though sg_addr folds
+	 * nothing there; a v4-mapped spec is treated as v4. */
+	sl = sg_addr_to_sa(&a, (uint16_t)port, &ss);
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errsz, "listen \"%s\": socket: %s", spec, strerror(errno));
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (reuse_port)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 4096) < 0) {
+		snprintf(err, errsz, "listen \"%s\": %s", spec, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	sl = sizeof(ss);
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	*bound_port = sg_addr_from_sa((struct sockaddr *)&ss, &a);
+	return fd;
+}
+
+static void listener_io(struct gw_loop *l, struct gw_io *io, uint32_t ev)
+{
+	struct gw_listener *ls = sg_container_of(io, struct gw_listener, io);
+	int n;
+
+	SG_UNUSED(l);
+	SG_UNUSED(ev);
+	/* Level-triggered, bounded per wakeup so one busy listener cannot
+	 * starve the connections already on this loop. */
+	for (n = 0; n < 64; n++) {
+		int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				sg_warn("accept: %s", strerror(errno));
+			break;
+		}
+		gw_conn_accept(ls->w, ls, fd);
+	}
+}
+
+/* --------------------------------------------------------------- workers */
+
+static void worker_sync(struct gw_worker *w)
+{
+	struct gw_daemon *d = w->d;
+	int i;
+
+	pthread_mutex_lock(&d->mu);
+	if (d->snap != w->snap) {
+		gw_snap_put(w->snap);
+		w->snap = gw_snap_ref(d->snap);
+	}
+	pthread_mutex_unlock(&d->mu);
+	if (atomic_load(&d->drain) && !w->draining) {
+		w->draining = 1;
+		for (i = 0; i < w->n_listeners; i++) {
+			gw_io_del(w->loop, &w->listeners[i].io);
+			close(w->listeners[i].io.fd);
+		}
+		w->n_listeners = 0;
+	}
+	if (atomic_load(&d->stop_now))
+		gw_conn_close_all(w);
+}
+
+static void wake_io(struct gw_loop *l, struct gw_io *io, uint32_t ev)
+{
+	struct gw_worker *w = sg_container_of(io, struct gw_worker, wake);
+	uint64_t v;
+
+	SG_UNUSED(l);
+	SG_UNUSED(ev);
+	if (read(io->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		sg_warn("worker %d: eventfd: %s", w->id, strerror(errno));
+	worker_sync(w);
+}
+
+static void worker_before_sleep(struct gw_loop *l, void *arg)
+{
+	struct gw_worker *w = arg;
+
+	gw_resolver_before_sleep(w->resolver);
+	gw_worker_free_closed(w);
+	if (w->draining && w->n_conns == 0)
+		gw_loop_stop(l);
+}
+
+static void *worker_main(void *arg)
+{
+	struct gw_worker *w = arg;
+
+	gw_loop_run(w->loop);
+	gw_conn_close_all(w);
+	gw_worker_free_closed(w);
+	return NULL;
+}
+
+static void wake_all(struct gw_daemon *d)
+{
+	uint64_t one = 1;
+	int i;
+
+	for (i = 0; i < d->n_workers; i++)
+		if (write(d->workers[i].wake.fd, &one, sizeof(one)) < 0)
+			sg_warn("wake worker %d: %s", i, strerror(errno));
+}
+
+/* ---------------------------------------------------------------- audit */
+
+static void audit_lifecycle(struct gw_daemon *d, const char *event, const char *decision,
+			    const char *reason, const char *error)
+{
+	struct aud_rec r;
+
+	aud_rec_begin(&r, event);
+	aud_rec_decision(&r, NULL, decision, reason, NULL);
+	sg_json_str(&r.j, "version", SG_VERSION);
+	if (d->snap)
+		sg_json_int(&r.j, "generation", (int64_t)d->snap->generation);
+	sg_json_str(&r.j, "config", d->config_path);
+	if (error)
+		sg_json_str(&r.j, "error", error);
+	aud_rec_submit(d->audit, &r);
+}
+
+/* ---------------------------------------------------------------- reload */
+
+static int same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static void reload(struct gw_daemon *d)
+{
+	struct sg_config *cfg = NULL;
+	struct gw_snap *s, *old;
+	const struct sg_config *cur = d->snap->cfg;
+	char err[512];
+
+	if (pol_config_load(d->config_path, &cfg, err, sizeof(err)) < 0) {
+		sg_err("reload rejected, the running policy stays: %s", err);
+		audit_lifecycle(d, "policy_reload", "deny", "invalid_config", err);
+		return;
+	}
+	/* What is bound or started once cannot change under a running
+	 * process: say so rather than pretend. */
+	if (!same_str(cfg->listen_transparent, cur->listen_transparent) ||
+	    !same_str(cfg->listen_proxy, cur->listen_proxy) ||
+	    !same_str(cfg->audit_path, cur->audit_path) ||
+	    !same_str(cfg->resolver_servers, cur->resolver_servers) ||
+	    cfg->workers != cur->workers)
+		sg_warn("reload: listen addresses, workers, resolver servers and the audit "
+			"path keep their running values until a restart");
+	s = gw_snap_new(cfg, ++d->generation);
+	if (!s) {
+		pol_config_free(cfg);
+		audit_lifecycle(d, "policy_reload", "deny", "out_of_memory", "out of memory");
+		return;
+	}
+	pthread_mutex_lock(&d->mu);
+	old = d->snap;
+	d->snap = s;
+	pthread_mutex_unlock(&d->mu);
+	gw_snap_put(old);       /* in-flight connections keep their own refs */
+	if (cfg->log_level)
+		sg_log_level_parse(cfg->log_level, &sg_log_threshold);
+	wake_all(d);
+	sg_info("reloaded %s (generation %llu)", d->config_path,
+		(unsigned long long)d->generation);
+	audit_lifecycle(d, "policy_reload", "allow", "reloaded", NULL);
+}
+
+/* ----------------------------------------------------------------- serve */
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			sg_warn("cannot raise the open-file limit: %s", strerror(errno));
+	}
+}
+
+static int nproc(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (int)SG_MIN(n, 256) : 1;
+}
+
+/* Bind kind's listeners for all workers; port 0 binds the first one's port. */
+static int bind_kind(struct gw_daemon *d, const char *spec, enum gw_listener_kind kind,
+		     const char *name)
+{
+	char err[256], buf[128];
+	int i, port = -1;
+
+	for (i = 0; i < d->n_workers; i++) {
+		struct gw_worker *w = &d->workers[i];
+		struct gw_listener *ls = &w->listeners[w->n_listeners];
+		const char *s = spec;
+		int fd;
+
+		if (i > 0 && port >= 0) {
+			/* The same port for every worker: the kernel spreads
+			 * connections over the SO_REUSEPORT group. */
+			const char *colon = strrchr(spec, ':');
+
+			snprintf(buf, sizeof(buf), "%.*s:%d", (int)(colon - spec), spec, port);
+			s = buf;
+		}
+		fd = gw_listen_socket(s, 1, 1, err, sizeof(err), &port);
+		if (fd < 0) {
+			sg_err("%s", err);
+			return -1;
+		}
+		ls->kind = kind;
+		ls->w = w;
+		ls->io.fd = fd;
+		w->n_listeners++;
+	}
+	{
+		const char *colon = strrchr(spec, ':');
+
+		sg_info("listening %s on %.*s:%d", name, (int)(colon - spec), spec, port);
+	}
+	return 0;
+}
+
+static int workers_start(struct gw_daemon *d, char *err, size_t errsz)
+{
+	int i, j;
+
+	for (i = 0; i < d->n_workers; i++) {
+		struct gw_worker *w = &d->workers[i];
+		int efd;
+
+		w->id = i;
+		w->d = d;
+		w->snap = gw_snap_ref(d->snap);
+		w->loop = gw_loop_new();
+		if (!w->loop) {
+			snprintf(err, errsz, "event loop: %s", strerror(errno));
+			return -1;
+		}
+		w->resolver = gw_resolver_new(w->loop, d->snap->cfg, err, errsz);
+		if (!w->resolver)
+			return -1;
+		efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (efd < 0 || gw_io_add(w->loop, &w->wake, efd, EPOLLIN, wake_io) < 0) {
+			snprintf(err, errsz, "eventfd: %s", strerror(errno));
+			return -1;
+		}
+		for (j = 0; j < w->n_listeners; j++)
+			if (gw_io_add(w->loop, &w->listeners[j].io, w->listeners[j].io.fd,
+				      EPOLLIN, listener_io) < 0) {
+				snprintf(err, errsz, "epoll: %s", strerror(errno));
+				return -1;
+			}
+		gw_loop_set_hook(w->loop, worker_before_sleep, w);
+	}
+	for (i = 0; i < d->n_workers; i++)
+		if (pthread_create(&d->workers[i].thread, NULL, worker_main, &d->workers[i])) {
+			snprintf(err, errsz, "cannot start worker threads");
+			return -1;
+		}
+	return 0;
+}
+
+static void drain_and_join(struct gw_daemon *d, int64_t timeout_ms)
+{
+	int64_t deadline = gw_now_ms() + timeout_ms;
+	int i;
+
+	atomic_store(&d->drain, 1);
+	wake_all(d);
+	/* Workers stop on their own when their last connection closes. */
+	for (;;) {
+		if (atomic_load(&d->n_conns) == 0 || gw_now_ms() >= deadline)
+			break;
+		usleep(20000);
+	}
+	if (atomic_load(&d->n_conns) > 0) {
+		sg_warn("drain: %ld connections still open after %lld ms; closing them",
+			(long)atomic_load(&d->n_conns), (long long)timeout_ms);
+		atomic_store(&d->stop_now, 1);
+		wake_all(d);
+	}
+	for (i = 0; i < d->n_workers; i++) {
+		/* A worker with no connections may still be asleep. */
+		wake_all(d);
+		pthread_join(d->workers[i].thread, NULL);
+	}
+}
+
+static void daemon_free(struct gw_daemon *d)
+{
+	int i, j;
+
+	for (i = 0; i < d->n_workers; i++) {
+		struct gw_worker *w = &d->workers[i];
+
+		for (j = 0; j < w->n_listeners; j++)
+			close(w->listeners[j].io.fd);
+		if (w->resolver)
+			gw_resolver_free(w->resolver);
+		if (w->wake.registered)
+			close(w->wake.fd);
+		for (j = 0; j < w->n_pipes; j++) {
+			close(w->pipes[j].fds[0]);
+			close(w->pipes[j].fds[1]);
+		}
+		gw_snap_put(w->snap);
+		gw_loop_free(w->loop);
+	}
+	free(d->workers);
+	gw_snap_put(d->snap);
+	pthread_mutex_destroy(&d->mu);
+}
+
+int gw_serve(const char *config_path, int check_only)
+{
+	struct gw_daemon d;
+	struct sg_config *cfg = NULL;
+	char err[512];
+	sigset_t set;
+	int rc = 1, i;
+
+	memset(&d, 0, sizeof(d));
+	d.config_path = config_path;
+	pthread_mutex_init(&d.mu, NULL);
+	if (pol_config_load(config_path, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		pthread_mutex_destroy(&d.mu);
+		return 1;
+	}
+	if (cfg->listen_dns || cfg->listen_admin) {
+		fprintf(stderr, "%s: gateway.listen.%s: not supported by this build yet\n",
+			config_path, cfg->listen_dns ? "dns" : "admin");
+		pol_config_free(cfg);
+		pthread_mutex_destroy(&d.mu);
+		return 1;
+	}
+	if (!cfg->listen_transparent && !cfg->listen_proxy) {
+		fprintf(stderr, "%s: gateway.listen: give transparent and/or proxy\n",
+			config_path);
+		pol_config_free(cfg);
+		pthread_mutex_destroy(&d.mu);
+		return 1;
+	}
+	if (check_only) {
+		printf("%s: ok\n", config_path);
+		pol_config_free(cfg);
+		pthread_mutex_destroy(&d.mu);
+		return 0;
+	}
+	if (cfg->log_level)
+		sg_log_level_parse(cfg->log_level, &sg_log_threshold);
+	d.snap = gw_snap_new(cfg, ++d.generation);
+	if (!d.snap) {
+		pol_config_free(cfg);
+		pthread_mutex_destroy(&d.mu);
+		return 1;
+	}
+	d.audit_on_failure_allow = cfg->audit_on_failure_allow;
+
+	/* Signals are taken by the main thread only: block them before any
+	 * thread exists so every worker inherits the mask. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+
+	d.n_workers = cfg->workers ? cfg->workers : nproc();
+	d.workers = calloc((size_t)d.n_workers, sizeof(*d.workers));
+	if (!d.workers)
+		goto out;
+	if (cfg->audit_path) {
+		d.audit = aud_open(cfg->audit_path, cfg->audit_fsync, err, sizeof(err));
+		if (!d.audit) {
+			sg_err("%s", err);
+			goto out;
+		}
+	} else {
+		sg_warn("no audit.path: decisions are not recorded");
+	}
+	if ((cfg->listen_transparent &&
+	     bind_kind(&d, cfg->listen_transparent, GW_LISTEN_TRANSPARENT, "transparent") < 0) ||
+	    (cfg->listen_proxy && bind_kind(&d, cfg->listen_proxy, GW_LISTEN_PROXY, "proxy") < 0))
+		goto out;
+	if (workers_start(&d, err, sizeof(err)) < 0) {
+		sg_err("%s", err);
+		goto out;
+	}
+	audit_lifecycle(&d, "gateway_start", "allow", "started", NULL);
+	sg_info("sandgate %s serving with %d worker%s", SG_VERSION, d.n_workers,
+		d.n_workers == 1 ? "" : "s");
+
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(&set, &si);
+
+		if (sig == SIGHUP) {
+			reload(&d);
+		} else if (sig == SIGUSR1) {
+			aud_reopen(d.audit);
+			sg_info("audit file reopened");
+		} else if (sig == SIGTERM || sig == SIGINT) {
+			sg_info("draining (%s)", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			break;
+		}
+	}
+	drain_and_join(&d, d.snap->cfg->drain_timeout_ms);
+	audit_lifecycle(&d, "gateway_stop", "allow", "stopped", NULL);
+	sg_info("stopped");
+	rc = 0;
+out:
+	if (rc) {
+		/* Startup failed half-way: stop whatever threads started. */
+		atomic_store(&d.drain, 1);
+		atomic_store(&d.stop_now, 1);
+		for (i = 0; i < d.n_workers; i++)
+			if (d.workers && d.workers[i].thread) {
+				wake_all(&d);
+				pthread_join(d.workers[i].thread, NULL);
+			}
+	}
+	aud_close(d.audit);
+	daemon_free(&d);
+	return rc;
+}
