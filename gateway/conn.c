@@ -354,6 +354,10 @@ static void peek_classify(struct gw_conn *c, int final)
 		snprintf(c->method, sizeof(c->method), "%.*s",
 			 (int)SG_MIN(req.method_len, sizeof(c->method) - 1), req.method);
 		set_path(c, req.target, req.target_len);
+		if (req.has_te && !req.chunked) {
+			deny(c, "http_bad_request", NULL);
+			return;
+		}
 		/* One request per upstream connection, as for the proxy. */
 		if (rewrite_head(c, &req, req.target, req.target_len, NULL, 0) < 0) {
 			gw_conn_close(c, "out of memory");
@@ -426,9 +430,17 @@ static int rewrite_head(struct gw_conn *c, const struct http1_request *req,
 			size_t authority_len)
 {
 	struct gw_hs *hs = c->hs;
-	size_t cap = req->head_len + 128 + authority_len, o = 0, i;
-	char *h = malloc(cap);
+	size_t cap, o = 0, i;
+	char *h;
 
+	/* Exact size: fields are rewritten as "name: value\r\n", which can be
+	 * longer than what came (bare LF, no space after the colon). */
+	cap = req->method_len + 1 + path_len + 11 + 21;
+	if (!req->host && authority)
+		cap += 6 + authority_len + 2;
+	for (i = 0; i < req->num_headers; i++)
+		cap += req->headers[i].name_len + req->headers[i].value_len + 4;
+	h = malloc(cap);
 #define PUT(s, n) do { memcpy(h + o, (s), (n)); o += (n); } while (0)
 	if (!h)
 		return SG_ENOMEM;
@@ -530,6 +542,11 @@ static void run_proxy_head(struct gw_conn *c)
 			deny(c, "host_mismatch", NULL);
 			return;
 		}
+	}
+	if (req.has_te && !req.chunked) {
+		/* RFC 9112 6.3: no way to find the end of this body. */
+		refuse(c, 400, "http_bad_request");
+		return;
 	}
 	if (rewrite_head(c, &req, path, path_len, auth, auth_len) < 0) {
 		refuse(c, 502, "out_of_memory");

@@ -1,13 +1,7 @@
 /*
- * http1.c - HTTP/1.1 request-head parser (RFC 9112) and the small helpers
- * a forward proxy needs around it. See http1.h for the contract.
- *
- * The parser restarts from the first byte on every call (picohttpparser
- * style): it keeps no state between calls, so a head that arrives one byte
- * at a time gives exactly the result of one call over the whole buffer.
- * Every byte is read through a struct sg_rd window of min(len, max_head)
- * bytes; running off the window means "need more", which becomes
- * "header too large" once the caller has given us max_head bytes.
+ * http1.c - HTTP/1.1 request-head parser (RFC 9112) and proxy helpers.
+ * The parser keeps no state between calls: it re-reads from byte 0 through
+ * an sg_rd window of min(len, max_head) bytes (picohttpparser style).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -54,10 +48,8 @@ static inline int h1_is_ows(int c)
 }
 
 /*
- * Consume one line end at a CR or LF. RFC 9112 2.2 lets a recipient take a
- * bare LF as a line terminator, but a CR not followed by LF is rejected:
- * another hop may end the line there and see different fields (smuggling).
- * A CR that is the last byte so far is a valid prefix.
+ * Consume one line end at a CR or LF. RFC 9112 2.2 allows a bare LF, but a
+ * CR not followed by LF is rejected: another hop may end the line there.
  */
 static int h1_eol(struct sg_rd *rd, struct http1_request *req)
 {
@@ -74,9 +66,8 @@ static int h1_eol(struct sg_rd *rd, struct http1_request *req)
 }
 
 /*
- * Next element of a comma-separated list (RFC 9110 5.6.1), OWS trimmed.
- * *pos starts at 0 and walks through v; returns 0 after the last element.
- * An empty value is one empty element, so callers can reject it.
+ * Next element of a comma-separated list (RFC 9110 5.6.1), OWS trimmed;
+ * *pos starts at 0. An empty value is one empty element.
  */
 static int h1_list_next(const char *v, size_t n, size_t *pos,
 			const char **el, size_t *el_len)
@@ -100,15 +91,12 @@ static int h1_list_next(const char *v, size_t n, size_t *pos,
 }
 
 /*
- * request-line = method SP request-target SP HTTP-version CRLF
- * (RFC 9112 3). The method decides whether this is HTTP at all: anything
- * that is not 1..HTTP1_METHOD_MAX tchars and a SP is SG_DECLINED as soon as
- * the offending byte is in, so a TLS record (0x16) or binary junk on the
- * listener is handed on at once. Past the method it is HTTP, and every
- * fault is SG_ERROR: one SP only (3, no lenient whitespace), a target of
- * visible ASCII (3.2), and "HTTP/1.0" or "HTTP/1.1" exactly - HTTP-name is
- * case-sensitive (2.3), and "PRI * HTTP/2.0" (the h2 preface, RFC 9113
- * 3.4) is an error here because PRI is a valid token.
+ * request-line = method SP request-target SP HTTP-version (RFC 9112 3).
+ * Anything but 1..20 tchars and SP is SG_DECLINED as soon as the bad byte
+ * is in, so TLS (0x16) or junk is handed on at once. Past the method every
+ * fault is SG_ERROR: one SP (3), a visible-ASCII target (3.2), "HTTP/1.0"
+ * or "HTTP/1.1" exactly (2.3: case-sensitive). The h2 preface
+ * "PRI * HTTP/2.0" (RFC 9113 3.4) is SG_ERROR: PRI is a valid token.
  */
 static int h1_request_line(struct sg_rd *rd, struct http1_request *req)
 {
@@ -165,11 +153,9 @@ static int h1_request_line(struct sg_rd *rd, struct http1_request *req)
 }
 
 /*
- * field-line = field-name ":" OWS field-value OWS (RFC 9112 5). No
- * whitespace is allowed between name and colon (5.1: a server MUST reject
- * it, since hops disagree on the name). The value keeps obs-text and HTAB
- * (RFC 9110 5.5) but no other control byte: a NUL or lone CR is read
- * differently by different implementations.
+ * field-line = field-name ":" OWS field-value OWS (RFC 9112 5). Whitespace
+ * before the colon MUST be rejected (5.1). Values keep obs-text and HTAB
+ * (RFC 9110 5.5) but no other control byte, which hops read differently.
  */
 static int h1_field_line(struct sg_rd *rd, struct http1_request *req,
 			 struct http1_header *h)
@@ -211,10 +197,9 @@ static int h1_field_line(struct sg_rd *rd, struct http1_request *req,
 }
 
 /*
- * Content-Length (RFC 9110 8.6): 1*DIGIT. A list of identical values, in
- * one field or several, is the same length said twice and is accepted;
- * values that differ mean the hops may frame the body differently, so the
- * request is rejected (RFC 9112 6.3 item 5). No sign, no empty element.
+ * Content-Length (RFC 9110 8.6): 1*DIGIT. Identical values, in one field
+ * or several, are accepted; differing ones are rejected, as hops would
+ * frame the body differently (RFC 9112 6.3 item 5).
  */
 static int h1_content_length(struct http1_request *req,
 			     const struct http1_header *h)
@@ -244,11 +229,9 @@ static int h1_content_length(struct http1_request *req,
 }
 
 /*
- * Transfer-Encoding (RFC 9112 6.1): the codings of every TE field form one
- * list in order, and the body is chunked only when "chunked" is the last
- * coding. Empty elements are ignored (RFC 9110 5.6.1). A request whose last
- * coding is not chunked has no determinable length (RFC 9112 6.3 item 4):
- * has_te && !chunked is left for the caller to answer with 400.
+ * Transfer-Encoding (RFC 9112 6.1): all TE fields form one list; the body
+ * is chunked when "chunked" is the last coding. has_te && !chunked has no
+ * determinable length (6.3 item 4): the caller must answer 400.
  */
 static void h1_transfer_encoding(struct http1_request *req,
 				 const struct http1_header *h)
@@ -263,11 +246,8 @@ static void h1_transfer_encoding(struct http1_request *req,
 }
 
 /*
- * The framing and routing fields, judged as each line completes so a bad
- * head fails as early as it can. Content-Length next to Transfer-Encoding
- * is the classic smuggling shape (RFC 9112 6.1: a server MAY reject it; a
- * proxy must, or forward both to a hop that picks the other one); a second
- * Host is a 400 (RFC 9112 3.2).
+ * Framing and routing fields, judged as each line completes. CL with TE is
+ * the classic smuggling shape (RFC 9112 6.1); a second Host is a 400 (3.2).
  */
 static int h1_derive(struct http1_request *req, const struct http1_header *h)
 {
@@ -325,13 +305,10 @@ static int h1_parse_head(struct sg_rd *rd, struct http1_request *req)
 }
 
 /*
- * Parse one request head from buf (see http1.h for the return codes).
- * The whole struct is reset first, so a req reused across calls carries
- * nothing over. A head must be complete within max_head bytes: when it is
- * not and len >= max_head, no later byte can complete it in time, so this
- * is SG_ERROR at once rather than SG_AGAIN (a caller whose buffer holds
- * exactly max_head bytes would otherwise wait forever). Bytes past
- * head_len (a body, a pipelined request) are not looked at.
+ * Parse one request head (return codes in http1.h); req is reset first.
+ * Once len >= max_head without a whole head, no later byte can help: that
+ * is SG_ERROR, not SG_AGAIN, or a caller whose buffer holds max_head bytes
+ * would wait forever. Bytes past head_len are not looked at.
  */
 int http1_parse_request(const uint8_t *buf, size_t len, size_t max_head,
 			struct http1_request *req)
@@ -348,11 +325,7 @@ int http1_parse_request(const uint8_t *buf, size_t len, size_t max_head,
 	return rc;
 }
 
-/*
- * Bytes of an authority (RFC 3986 3.2): unreserved, pct-encoded,
- * sub-delims, ":" and the brackets of an IP literal. Anything else
- * (a backslash, a quote) is a host that parsers would disagree on.
- */
+/* Authority bytes (RFC 3986 3.2); a backslash or quote is ambiguous. */
 static int h1_is_authority_char(int c)
 {
 	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -371,14 +344,11 @@ static int h1_is_scheme_char(int c, int first)
 }
 
 /*
- * Split an absolute-form target (RFC 9112 3.2.2). Only "scheme://" counts
- * as absolute-form: "host:443" has a scheme-shaped prefix too but is the
- * authority-form of CONNECT (3.2.3), so it is SG_DECLINED, as are
- * origin-form and "*". Any scheme but http is an error: https is tunnelled
- * with CONNECT, never fetched by the proxy. Userinfo is an error (RFC 9110
- * 4.2.4: deprecated, and the classic "http://good@evil/" spoof). A query
- * with no path ("http://h?q") is an error too: its origin-form is "/?q",
- * which cannot be pointed to inside target, and clients send "/?q".
+ * Split an absolute-form target (RFC 9112 3.2.2). Only "scheme://" counts:
+ * "host:443" is CONNECT's authority-form (3.2.3), SG_DECLINED like "/" and
+ * "*". Other schemes are errors (https goes through CONNECT), so is
+ * userinfo (RFC 9110 4.2.4, the "http://good@evil/" spoof), and so is
+ * "http://h?q": its origin-form "/?q" is not inside target.
  */
 int http1_split_absolute(const char *target, size_t len,
 			 const char **authority, size_t *authority_len,
@@ -428,12 +398,10 @@ int http1_header_is(const struct http1_header *h, const char *name)
 }
 
 /*
- * Hop-by-hop fields (RFC 9110 7.6.1): the fixed set, plus each name listed
- * in any Connection field of req (a comma list, matched case-insensitively
- * with OWS trimmed). Transfer-Encoding and Content-Length are framing and
- * are never dropped, even when a Connection field names them: forwarding a
- * body without its framing field would let the next hop read the body as
- * a second request. Host is left alone too: it names the origin.
+ * Hop-by-hop fields (RFC 9110 7.6.1): the fixed set plus names listed in
+ * any Connection field. Transfer-Encoding, Content-Length and Host are kept
+ * even when listed: a body forwarded without its framing field would be
+ * read by the next hop as a second request.
  */
 int http1_is_hop_by_hop(const struct http1_request *req,
 			const struct http1_header *h)

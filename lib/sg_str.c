@@ -180,6 +180,18 @@ int sg_addr_is_internal(const struct sg_addr *a)
 			return 1;
 		if (b[0] == 0xff)                       /* multicast */
 			return 1;
+		if (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b &&
+		    b[4] == 0x00 && b[5] == 0x01)       /* 64:ff9b:1::/48 local NAT64 */
+			return 1;
+		if (b[0] == 0x01 && memcmp(b + 1, zero, 7) == 0) /* 100::/64 discard */
+			return 1;
+		/* ::a.b.c.d (deprecated IPv4-compatible) embeds one too. */
+		if (memcmp(b, zero, 12) == 0) {
+			struct sg_addr v4 = { .family = AF_INET };
+
+			memcpy(&v4.u.v4, b + 12, 4);
+			return sg_addr_is_internal(&v4);
+		}
 		/* 64:ff9b::/96 NAT64 and 2002::/16 6to4 embed an IPv4 address:
 		 * judge the embedded one. So does v4-mapped ::ffff:0:0/96, in
 		 * case an address was built without sg_addr_parse's folding. */
@@ -212,6 +224,8 @@ int sg_hostport_split(const char *s, size_t len, char *hostbuf, size_t hostsz,
 			return SG_EINVAL;
 		host = s + 1;
 		hlen = (size_t)(close - host);
+		if (!memchr(host, ':', hlen))   /* brackets hold IPv6 literals only */
+			return SG_EINVAL;
 		if ((size_t)(close - s) + 1 < len) {
 			if (close[1] != ':')
 				return SG_EINVAL;

@@ -972,6 +972,7 @@ static int cfg_gateway(struct cfg_ctx *c, const yaml_node_t *n)
 	static const char *const levels[] = { "error", "warn", "info", "debug" };
 	struct sg_config *cfg = c->cfg;
 	yaml_node_t *v[SG_ARRAY_LEN(gateway_keys)];
+	const char *s;
 	long long workers = 0;
 	int rc, lvl = 0;
 
@@ -982,13 +983,13 @@ static int cfg_gateway(struct cfg_ctx *c, const yaml_node_t *n)
 	if (!rc && v[GK_LISTEN])
 		rc = cfg_gateway_listen(c, v[GK_LISTEN]);
 	if (!rc && v[GK_WORKERS]) {
-		if (v[GK_WORKERS]->type == YAML_SCALAR_NODE &&
-		    !strcmp((const char *)v[GK_WORKERS]->data.scalar.value, "auto")) {
-			cfg->workers = 0;
-		} else {
-			rc = cfg_int(c, v[GK_WORKERS], "workers", "gateway", 1, 256,
-				     &workers);
-			if (!rc)
+		rc = cfg_str(c, v[GK_WORKERS], "workers", "gateway", &s);
+		if (!rc && strcmp(s, "auto")) {
+			if (strspn(s, "0123456789") != strlen(s) ||
+			    sg_int_parse(s, 1, 256, &workers))
+				rc = cfg_err(c, v[GK_WORKERS], "workers in gateway: "
+					     "expected auto or 1..256, got \"%s\"", s);
+			else
 				cfg->workers = (int)workers;
 		}
 	}

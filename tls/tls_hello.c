@@ -1,21 +1,11 @@
 /*
  * tls_hello.c - TLS ClientHello peek parser (contract in tls_hello.h).
  *
- * Two stages, both over the sg_rd cursor:
- *
- *   tls_hello_gather()  walks the record layer from the first byte of the
- *                       connection and copies the fragments of the first
- *                       handshake message into a fixed stack buffer, so a
- *                       hello split over records (RFC 8446 5.1) reads as
- *                       one contiguous message;
- *   tls_hello_body()    parses that message (RFC 8446 4.1.2, RFC 5246
- *                       7.4.1.2) and its extensions.
- *
- * The body is parsed only once the whole message is present; before that
- * the record and handshake headers are checked as their bytes arrive, so
- * garbage is refused early. Every verdict other than SG_AGAIN is final: a
- * longer buffer starting with the same bytes gets the same answer (the
- * fuzz target checks this).
+ * tls_hello_gather() walks the records and copies the hello's fragments
+ * into a stack buffer (RFC 8446 5.1 lets it span records); then
+ * tls_hello_body() parses the contiguous message. Headers are judged as
+ * their bytes arrive, the body once whole. Any verdict but SG_AGAIN is
+ * final for every longer buffer with the same start (fuzzed).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -29,25 +19,18 @@
 #define TLS_CT_HANDSHAKE        22      /* ContentType handshake */
 #define TLS_HS_CLIENT_HELLO     1       /* HandshakeType client_hello */
 #define TLS_HS_HDR              4       /* msg_type(1) + length(3) */
-/*
- * RFC 8446 5.1 caps a plaintext fragment at 2^14; RFC 5246 6.2.3 lets a
- * record carry 2^14 + 2048. Take the looser bound: the upstream server
- * enforces its own, we only need a sane limit.
- */
+/* RFC 5246 6.2.3 allows 2^14 + 2048; 8446's 2^14 is upstream's to enforce. */
 #define TLS_REC_MAX             (16384 + 2048)
 #define TLS_SESSION_ID_MAX      32      /* legacy_session_id<0..32> */
 #define TLS_RANDOM_LEN          32
 #define TLS_SNI_HOST_NAME       0       /* NameType host_name, RFC 6066 3 */
 
 /*
- * Read one record header (type, legacy_record_version, length; RFC 8446
- * 5.1) at rd. Each byte is judged as soon as it is present, so a short
- * buffer still yields DECLINED or ERROR when it can.
- *
- * Returns SG_OK with *n the fragment length and rd advanced past the
- * header; SG_AGAIN if the header is incomplete (rd untouched); SG_DECLINED
- * if the first record of the connection is not a handshake record;
- * SG_ERROR (*err set) otherwise.
+ * Read one record header (type, version, length; RFC 8446 5.1) at rd.
+ * SG_OK: *n is the fragment length, rd is past the header. SG_AGAIN: the
+ * header is incomplete, rd untouched. SG_DECLINED: the connection's first
+ * record is not handshake. SG_ERROR: *err says why. Bytes are judged as
+ * they arrive, so a short buffer is refused as early as possible.
  */
 static int tls_rec_hdr(struct sg_rd *rd, int first, size_t *n,
 		       const char **err)
@@ -59,11 +42,7 @@ static int tls_rec_hdr(struct sg_rd *rd, int first, size_t *n,
 	if (!h.short_ && type != TLS_CT_HANDSHAKE) {
 		if (first)
 			return SG_DECLINED;
-		/*
-		 * An alert, CCS or data record before the hello is whole:
-		 * RFC 8446 5.1 forbids interleaving other record types
-		 * between the fragments of a handshake message.
-		 */
+		/* RFC 8446 5.1: nothing between a message's fragments. */
 		*err = "non-handshake record inside client hello";
 		return SG_ERROR;
 	}
@@ -91,10 +70,9 @@ static int tls_rec_hdr(struct sg_rd *rd, int first, size_t *n,
 }
 
 /*
- * Judge the handshake header from the have bytes of it gathered so far.
- * Returns SG_OK with *want = the whole message length once all four bytes
- * are there, SG_AGAIN before, SG_ERROR (*err set) if it is not a
- * ClientHello or is longer than TLS_HELLO_MAX.
+ * Judge the first have bytes of the handshake header. SG_OK with *want
+ * the message length once all four are there, SG_AGAIN before, SG_ERROR
+ * if it is not a ClientHello or its body exceeds TLS_HELLO_MAX.
  */
 static int tls_hs_hdr(const uint8_t *msg, size_t have, size_t *want,
 		      const char **err)
@@ -122,17 +100,13 @@ static int tls_hs_hdr(const uint8_t *msg, size_t have, size_t *want,
 }
 
 /*
- * Walk the records at the start of buf[0..len) and copy the fragments of
- * the first handshake message into msg (TLS_HS_HDR + TLS_HELLO_MAX bytes).
+ * Copy the fragments of the first handshake message in buf into msg
+ * (TLS_HS_HDR + TLS_HELLO_MAX bytes). SG_OK once it is whole: *msg_len
+ * counts its header too, *consumed runs through the end of its last
+ * record. Other codes as for tls_hello_parse().
  *
- * Returns SG_OK once the whole message is in msg: *msg_len is its length
- * (header included) and *consumed the buffer bytes through the end of the
- * record holding its last byte. SG_AGAIN, SG_DECLINED, SG_ERROR (*err set)
- * as for tls_hello_parse().
- *
- * The hello must end on a record boundary: a client sends nothing else
- * in its first handshake flight, and anything after it in the same record
- * would be a second handshake message we would silently pass upstream.
+ * The hello must end its record: nothing else is in a client's first
+ * flight, and a second message there would slip past us upstream.
  */
 static int tls_hello_gather(const uint8_t *buf, size_t len, uint8_t *msg,
 			    size_t *msg_len, size_t *consumed,
@@ -173,7 +147,7 @@ static int tls_hello_gather(const uint8_t *buf, size_t len, uint8_t *msg,
 		}
 
 		if (known && have == want) {
-			/* frag.off < n: more of this record, here or to come. */
+			/* frag.off < n: more record, here or to come. */
 			if (frag.off < n) {
 				*err = "data after client hello in its record";
 				return SG_ERROR;
@@ -188,15 +162,12 @@ static int tls_hello_gather(const uint8_t *buf, size_t len, uint8_t *msg,
 }
 
 /*
- * server_name (RFC 6066 3): ServerNameList server_name_list<1..2^16-1>,
- * each entry a NameType and, for host_name, a HostName<1..2^16-1>.
- *
- * Entries of other name types are skipped as opaque vec16, as Go and
- * NSS do (none has ever been defined). A second host_name is an error:
- * RFC 6066 forbids it, and a gateway that checks one name while the
- * server routes on the other is a policy bypass. A host_name that is not
- * a DNS name (IP literal, bad bytes, too long) leaves has_sni 0 and sets
- * sni_invalid: policy decides what that means.
+ * server_name (RFC 6066 3): server_name_list<1..2^16-1> of (NameType,
+ * HostName<1..2^16-1>). Other name types (none defined) are skipped as
+ * vec16, as Go does. A second host_name is an error: RFC 6066 forbids it,
+ * and checking one name while the server routes on the other is a policy
+ * bypass. A host_name that is no DNS name (IP literal, bad bytes, too
+ * long) sets sni_invalid instead of has_sni; policy decides.
  */
 static int tls_ext_sni(struct sg_rd *data, struct tls_hello *out,
 		       const char **err)
@@ -204,10 +175,7 @@ static int tls_ext_sni(struct sg_rd *data, struct tls_hello *out,
 	struct sg_rd list;
 	int seen_host = 0;
 
-	/*
-	 * Empty extension_data is how a server acknowledges SNI; from a
-	 * client it names nothing.
-	 */
+	/* Empty data is a server's SNI ack; from a client it names nothing. */
 	if (sg_rd_left(data) == 0)
 		return SG_OK;
 	list = sg_rd_vec16(data);
@@ -242,14 +210,12 @@ static int tls_ext_sni(struct sg_rd *data, struct tls_hello *out,
 }
 
 /*
- * application_layer_protocol_negotiation (RFC 7301 3.1): ProtocolNameList
- * protocol_name_list<2..2^16-1> of ProtocolName<1..2^8-1>.
- *
- * RFC 7301 allows any bytes in a name; every registered one is printable
- * ASCII, and we join them with ',' for policy and audit lines, so a name
- * outside 0x21-0x7e or holding ',' is refused rather than escaped. When
- * the joined list would pass TLS_ALPN_MAX, out->alpn keeps the entries
- * before the first that does not fit; the rest are still validated.
+ * ALPN (RFC 7301 3.1): protocol_name_list<2..2^16-1> of
+ * ProtocolName<1..2^8-1>. Any bytes are legal, but registered names are
+ * printable ASCII and we join them with ',' for policy and audit, so a
+ * name outside 0x21-0x7e or holding ',' is refused, not escaped.
+ * out->alpn keeps the entries before the first that would pass
+ * TLS_ALPN_MAX; the rest are still validated.
  */
 static int tls_ext_alpn(struct sg_rd *data, struct tls_hello *out,
 			const char **err)
@@ -296,10 +262,9 @@ static int tls_ext_alpn(struct sg_rd *data, struct tls_hello *out,
 }
 
 /*
- * Extension block (RFC 8446 4.2): a run of (type u16, data vec16) that
- * must fill the block exactly. A type may appear once: RFC 8446 4.2 makes
- * a repeat fatal, and a parser that reads the first copy while the server
- * reads the last is another policy bypass.
+ * Extension block (RFC 8446 4.2): (type u16, data vec16) filling it
+ * exactly. A repeated type is fatal there, and a bypass if we read the
+ * first copy while the server reads the last.
  */
 static int tls_hello_exts(struct sg_rd *rd, struct tls_hello *out,
 			  const char **err)
@@ -331,10 +296,7 @@ static int tls_hello_exts(struct sg_rd *rd, struct tls_hello *out,
 			rc = tls_ext_alpn(&data, out, err);
 			break;
 		case TLS_EXT_ECH:
-			/*
-			 * The real SNI and ALPN are sealed inside; what we
-			 * parsed is the outer, public name. Flag it.
-			 */
+			/* The real SNI is sealed inside; ours is public. */
 			out->has_ech = 1;
 			break;
 		default:
@@ -347,10 +309,10 @@ static int tls_hello_exts(struct sg_rd *rd, struct tls_hello *out,
 }
 
 /*
- * ClientHello body (RFC 8446 4.1.2; RFC 5246 7.4.1.2 for the older
- * forms): legacy_version, random, legacy_session_id<0..32>,
- * cipher_suites<2..2^16-2>, legacy_compression_methods<1..2^8-1>, then
- * an optional extension block that must end the message.
+ * ClientHello body (RFC 8446 4.1.2, RFC 5246 7.4.1.2): legacy_version,
+ * random, legacy_session_id<0..32>, cipher_suites<2..2^16-2>,
+ * legacy_compression_methods<1..2^8-1>, then optional extensions that
+ * must end the message. SG_OK or SG_ERROR (*err set).
  */
 static int tls_hello_body(struct sg_rd *rd, struct tls_hello *out,
 			  const char **err)
@@ -378,10 +340,7 @@ static int tls_hello_body(struct sg_rd *rd, struct tls_hello *out,
 		*err = "no compression methods";
 		return SG_ERROR;
 	}
-	/*
-	 * RFC 5246 7.4.1.2: a hello may stop here (SSL 3.0 era clients);
-	 * it then has no extensions and so no SNI.
-	 */
+	/* RFC 5246 7.4.1.2: SSL 3.0-era hellos stop here; no SNI. */
 	if (sg_rd_left(rd) == 0)
 		return SG_OK;
 	exts = sg_rd_vec16(rd);
@@ -397,12 +356,9 @@ static int tls_hello_body(struct sg_rd *rd, struct tls_hello *out,
 }
 
 /*
- * See tls_hello.h. out is zeroed first; on anything but SG_OK it stays
- * zeroed except for out->error (SG_ERROR only), so a caller cannot act
- * on half a hello.
- *
- * Stack: TLS_HS_HDR + TLS_HELLO_MAX bytes of reassembly buffer here and
- * an 8 KiB extension bitmap below; no heap.
+ * See tls_hello.h. Unless SG_OK, out is left zeroed but for out->error
+ * (SG_ERROR), so no caller acts on half a hello. Uses ~24 KiB of stack
+ * (reassembly buffer, extension bitmap) and no heap.
  */
 int tls_hello_parse(const uint8_t *buf, size_t len, struct tls_hello *out)
 {

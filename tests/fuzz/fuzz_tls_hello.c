@@ -98,7 +98,7 @@ static void fuzz_stream(const uint8_t *buf, size_t len)
 		}
 	}
 	if (rc == SG_OK) {
-		/* The hello ends exactly at consumed: one byte less is AGAIN. */
+		/* The hello ends at consumed: one byte less is AGAIN. */
 		prc = tls_hello_parse(buf, h.consumed, &p);
 		CHECK(prc == SG_OK && p.consumed == h.consumed);
 		check_same(&p, &h);

@@ -144,44 +144,65 @@ audit_has() {
 	fail "no audit record matches: $2"
 }
 
-# netns_make NAME V4NET(10.x.y) V6NET(fd42:x:y) - a namespace behind a veth
+# netns_make NAME [V4NET(10.x.y) V6NET(fd42:x:y)] - a namespace behind a veth
 # pair, host side .1 / ::1, sandbox side .2 / ::2; sets NS, HOST_IF, NS_V4, NS_V6,
-# HOST_V4, HOST_V6
+# HOST_V4, HOST_V6 (and NS_NAME). NAME: at most 7 characters (IFNAMSIZ).
+# Without V4NET/V6NET the subnets are derived from the test script's name and
+# NAME, so different test files can run in parallel.
 netns_make() {
+	local v4=${2:-} v6=${3:-} h
+	[ ${#1} -le 7 ] || fail "netns_make: name '$1' longer than 7 characters"
+	if [ -z "$v4" ]; then
+		h=$(printf '%s/%s' "$(basename "$0" .sh)" "$1" | cksum | cut -d' ' -f1)
+		v4=10.$((64 + h % 128)).$(((h >> 8) % 256))
+		v6=fd42:$((64 + h % 128)):$(((h >> 8) % 256))
+	fi
+	NS_NAME=$1
 	NS=${SGT_ID}$1
 	HOST_IF=v${SGT_ID}$1
-	ip netns add "$NS" || fail "ip netns add"
+	ip netns add "$NS" || fail "ip netns add $NS"
 	NETNS+=("$NS")
-	ip link add "$HOST_IF" type veth peer name eth0 netns "$NS" || fail "veth"
+	ip link add "$HOST_IF" type veth peer name eth0 netns "$NS" || fail "veth $HOST_IF"
 	LINKS+=("$HOST_IF")
-	HOST_V4=$2.1 NS_V4=$2.2 HOST_V6=$3::1 NS_V6=$3::2
-	ip addr add "$HOST_V4/30" dev "$HOST_IF"
-	sysctl -qw "net.ipv6.conf.$HOST_IF.accept_ra=0"
-	ip addr add "$HOST_V6/64" dev "$HOST_IF" nodad
-	ip link set "$HOST_IF" up
-	ip -n "$NS" addr add "$NS_V4/30" dev eth0
-	ip -n "$NS" addr add "$NS_V6/64" dev eth0 nodad
-	ip -n "$NS" link set lo up
-	ip -n "$NS" link set eth0 up
-	ip -n "$NS" route add default via "$HOST_V4"
-	ip -n "$NS" -6 route add default via "$HOST_V6"
+	HOST_V4=$v4.1 NS_V4=$v4.2 HOST_V6=$v6::1 NS_V6=$v6::2
+	NS_NET4=$v4.0/30 NS_NET6=$v6::/64
+	{
+		ip addr add "$HOST_V4/30" dev "$HOST_IF" &&
+		sysctl -qw "net.ipv6.conf.$HOST_IF.accept_ra=0" &&
+		ip addr add "$HOST_V6/64" dev "$HOST_IF" nodad &&
+		ip link set "$HOST_IF" up &&
+		ip -n "$NS" addr add "$NS_V4/30" dev eth0 &&
+		ip -n "$NS" addr add "$NS_V6/64" dev eth0 nodad &&
+		ip -n "$NS" link set lo up &&
+		ip -n "$NS" link set eth0 up &&
+		ip -n "$NS" route add default via "$HOST_V4" &&
+		ip -n "$NS" -6 route add default via "$HOST_V6"
+	} || fail "netns_make: configuring $NS / $HOST_IF"
 }
 
 # nft_redirect PORT - every TCP connection from $HOST_IF goes to PORT on this
-# host; anything else from it is dropped
+# host; anything else from it is dropped. One table per link (call it after
+# each netns_make); cleanup deletes it. (nft 1.0.6 wants a newline, not just
+# "}", after a redirect statement.)
 nft_redirect() {
-	local t=${SGT_ID}_t
+	local t=${SGT_ID}_${NS_NAME:-t}
 	NFT_TABLES+=("$t")
 	nft -f - <<NFT || fail "nft"
 table inet $t {
-	chain sbx_pre { type nat hook prerouting priority dstnat; policy accept;
-		iifname "$HOST_IF" meta l4proto tcp redirect to :$1 }
-	chain sbx_fwd { type filter hook forward priority filter; policy accept;
-		iifname "$HOST_IF" drop }
-	chain sbx_input { type filter hook input priority filter; policy accept;
+	chain sbx_pre {
+		type nat hook prerouting priority dstnat; policy accept;
+		iifname "$HOST_IF" meta l4proto tcp redirect to :$1
+	}
+	chain sbx_fwd {
+		type filter hook forward priority filter; policy accept;
+		iifname "$HOST_IF" drop
+	}
+	chain sbx_input {
+		type filter hook input priority filter; policy accept;
 		iifname "$HOST_IF" tcp dport $1 accept
 		iifname "$HOST_IF" meta l4proto { icmp, ipv6-icmp } accept
-		iifname "$HOST_IF" drop }
+		iifname "$HOST_IF" drop
+	}
 }
 NFT
 }
