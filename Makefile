@@ -74,8 +74,9 @@ fuzz:
 		$(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRCS))
 	@for f in $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRCS)); do \
 		n=$$(basename $$f); echo "fuzz: $$n"; \
+		mkdir -p build/fuzz/$$n.corpus; \
 		$$f -max_total_time=$${FUZZ_SECONDS:-20} -print_final_stats=0 \
-		    tests/fuzz/corpus/$$n >/dev/null 2>build/fuzz/$$n.log || { tail -30 build/fuzz/$$n.log; exit 1; }; \
+		    build/fuzz/$$n.corpus tests/fuzz/corpus/$$n >/dev/null 2>build/fuzz/$$n.log || { tail -30 build/fuzz/$$n.log; exit 1; }; \
 	done
 
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIBOBJS)

@@ -45,9 +45,18 @@ int sg_host_normalize(const char *in, size_t len, char *out)
 		out[i] = c;
 		lab++;
 	}
-	/* A numeric top label is an IPv4 literal (or one in disguise: "1.2.3"). */
+	/* A numeric top label is an IPv4 literal (or one in disguise: "1.2.3"),
+	 * and so is a hex one: inet_aton and getaddrinfo read "0x7f.1" as
+	 * 127.0.0.1. */
 	if (last_all_digits)
 		return SG_EINVAL;
+	if (len - lab_start >= 2 && out[lab_start] == '0' && out[lab_start + 1] == 'x') {
+		for (i = lab_start + 2; i < len; i++)
+			if (!((out[i] >= '0' && out[i] <= '9') || (out[i] >= 'a' && out[i] <= 'f')))
+				break;
+		if (i == len)
+			return SG_EINVAL;
+	}
 	out[len] = '\0';
 	return (int)len;
 }

@@ -19,7 +19,8 @@
  * or SG_EINVAL for anything that is not a host name: empty, an empty label,
  * a label over 63 bytes, a name over 253, a byte outside [A-Za-z0-9-_],
  * a label that starts or ends with '-', or an IPv4 literal (all-numeric
- * last label). IPv6 literals fail on ':'.
+ * last label, or hex like "0x7f"). IPv6 literals fail on ':'. On
+ * failure out holds nothing useful.
  */
 int sg_host_normalize(const char *in, size_t len, char *out);
 

@@ -962,6 +962,7 @@ static void test_host_normalize_bad(void **state)
 		"a b.com", "a/b.com", "a:b", "::1", "[::1]",
 		"caf\xc3\xa9.example",
 		"a*.com", "a%2e.com",
+		"0x7f000001", "0x7f.1", "1.2.3.0x4", "0X7F.1",  /* hex IPv4 */
 	};
 	char out[SG_HOST_MAX + 1];
 	size_t i;
