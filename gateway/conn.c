@@ -82,7 +82,9 @@ static void audit_conn(struct gw_conn *c)
 		sg_json_null(&r.j, "dst_port");
 	sg_json_str(&r.j, "sni", c->sni[0] ? c->sni : NULL);
 	sg_json_str(&r.j, "alpn", c->alpn[0] ? c->alpn : NULL);
-	sg_json_str(&r.j, "tls", c->tls_mode);
+	/* What the client spoke: passthrough for TLS (relayed or refused
+	 * unopened), none for anything else. */
+	sg_json_str(&r.j, "tls", c->tls_mode ? c->tls_mode : c->tls_seen ? "passthrough" : "none");
 	sg_json_int(&r.j, "bytes_up", (int64_t)c->c2u.bytes);
 	sg_json_int(&r.j, "bytes_down", (int64_t)c->u2c.bytes);
 	sg_json_int(&r.j, "duration_ms", gw_now_ms() - c->start_ms);
@@ -200,9 +202,9 @@ static void refuse(struct gw_conn *c, int status, const char *reason)
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
-	if (c->kind != GW_LISTEN_PROXY || !hs || c->state == CS_TUNNEL_PEEK) {
-		/* Transparent clients, and tunnels already answered with 200,
-		 * can only be closed. */
+	if ((c->kind != GW_LISTEN_PROXY && !c->http) || !hs || c->state == CS_TUNNEL_PEEK) {
+		/* Transparent TLS or opaque clients, and tunnels already answered
+		 * with 200, can only be closed; an HTTP client gets a status. */
 		gw_conn_close(c, reason);
 		return;
 	}
@@ -317,6 +319,9 @@ static void peek_classify(struct gw_conn *c, int final)
 		c->tls_seen = 1;
 		if (th.has_alpn)
 			snprintf(c->alpn, sizeof(c->alpn), "%s", th.alpn);
+		/* With ECH this is the outer, public name: recorded, never trusted. */
+		if (th.has_sni)
+			snprintf(c->sni, sizeof(c->sni), "%s", th.sni);
 		if (th.has_ech) {
 			deny(c, "tls_ech", NULL);
 			return;
@@ -326,20 +331,25 @@ static void peek_classify(struct gw_conn *c, int final)
 			return;
 		}
 		if (th.has_sni) {
-			snprintf(c->sni, sizeof(c->sni), "%s", th.sni);
 			snprintf(c->host, sizeof(c->host), "%s", th.sni);
 			c->has_name = 1;
 		}
+		c->peek = PK_TLS_NOSNI;
 		decide(c);
 		return;
 	}
+	/* DESIGN.md: a ClientHello that does not parse is denied, even towards
+	 * a CIDR-allowed address. */
 	if (rc == SG_ERROR) {
+		c->tls_seen = 1;
 		deny(c, "tls_bad_hello", NULL);
 		return;
 	}
 	if (rc == SG_AGAIN) {
-		if (final)
+		if (final) {
+			c->tls_seen = 1;
 			deny(c, hs->len >= hs->max ? "tls_bad_hello" : "handshake_timeout", NULL);
+		}
 		return;
 	}
 	/* Not TLS: plain HTTP names its host; anything else is IP-only. */
@@ -350,6 +360,7 @@ static void peek_classify(struct gw_conn *c, int final)
 
 		c->tls_mode = "none";
 		c->http = 1;
+		c->peek = PK_HTTP_NOHOST;
 		c->event = "request";
 		snprintf(c->method, sizeof(c->method), "%.*s",
 			 (int)SG_MIN(req.method_len, sizeof(c->method) - 1), req.method);
@@ -379,17 +390,13 @@ static void peek_classify(struct gw_conn *c, int final)
 		decide(c);
 		return;
 	}
-	if (rc == SG_ERROR) {
-		deny(c, "http_bad_request", NULL);
-		return;
-	}
+	/* Bytes that are neither TLS nor HTTP (or not yet) have no name: only
+	 * a CIDR rule on the original destination can allow them, whatever
+	 * protocol they are (SMTP, memcached, a banner-first server ...). */
 	if (rc == SG_AGAIN && !final)
 		return;
-	if (rc == SG_AGAIN) {
-		deny(c, "handshake_timeout", NULL);
-		return;
-	}
-	decide(c);      /* opaque bytes: only a CIDR rule can allow them */
+	c->peek = rc == SG_ERROR ? PK_HTTP_BAD : rc == SG_AGAIN ? PK_PARTIAL : PK_OPAQUE;
+	decide(c);
 }
 
 static void run_peek(struct gw_conn *c)
@@ -908,9 +915,18 @@ static void decide(struct gw_conn *c)
 		const char *reason = v.reason;
 
 		/* Say why there was nothing better to judge than an address. */
-		if (!strcmp(reason, "default_deny") && c->kind == GW_LISTEN_TRANSPARENT)
-			reason = c->tls_seen ? "tls_no_sni" : c->http ? "http_no_host" :
-				 hs->len ? "no_hostname" : "handshake_timeout";
+		if (!strcmp(reason, "default_deny") && c->kind == GW_LISTEN_TRANSPARENT) {
+			static const char *const why[] = {
+				[PK_NONE] = "handshake_timeout",
+				[PK_TLS_NOSNI] = "tls_no_sni",
+				[PK_HTTP_NOHOST] = "http_no_host",
+				[PK_HTTP_BAD] = "http_bad_request",
+				[PK_PARTIAL] = "handshake_timeout",
+				[PK_OPAQUE] = "no_hostname",
+			};
+
+			reason = why[c->peek];
+		}
 		deny(c, reason, v.rule_id);
 		return;
 	}

@@ -58,6 +58,16 @@ struct gw_hs {
 	size_t consumed;        /* proxy: bytes of buf that were the CONNECT head */
 };
 
+/* What the transparent peek saw, for the reason of an address-only denial. */
+enum peek_class {
+	PK_NONE,                /* nothing at all */
+	PK_TLS_NOSNI,           /* a ClientHello without server_name */
+	PK_HTTP_NOHOST,         /* HTTP without a usable Host */
+	PK_HTTP_BAD,            /* looked like HTTP, did not parse */
+	PK_PARTIAL,             /* an incomplete request head */
+	PK_OPAQUE,              /* something else */
+};
+
 struct gw_conn {
 	struct gw_conn *next, **pprev;  /* worker's live or closed list */
 	struct gw_worker *w;            /* borrowed */
@@ -70,6 +80,7 @@ struct gw_conn {
 	struct gw_timer timer;
 	enum gw_listener_kind kind;
 	enum conn_state state;
+	enum peek_class peek;
 	struct sg_addr src, odst, dst;
 	uint16_t src_port, odst_port, port;
 	char host[SG_HOST_MAX + 1];     /* the name the decision is about */

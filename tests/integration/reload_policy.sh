@@ -77,7 +77,6 @@ check "before reload: b.example.test 403" test "$(status b1 "http://b.example.te
 check "before reload: b's reason is default_deny" test "$(hdr b1 X-Sandgate-Reason)" = default_deny
 
 # A long-lived tunnel, opened now, used again after the reloads.
-mkfifo "$T/tun.fifo"
 $PXC tunnel "$PP" api.example.test "$TLSP" --cafile "$T/certs/ca.pem" --go "$T/tun.go" >"$T/tun.out" 2>"$T/tun.err" &
 TUN_PID=$!
 PIDS+=($TUN_PID)

@@ -42,7 +42,7 @@ CA=$T/certs/ca.pem
 TC="python3 $TOP/tests/lib/tls_client.py"
 nreq() { wc -l <"$UP_LOG"; }
 # the audit record of the connection from local port $1
-rec() { echo '(.src | endswith(":'"$1"'")) and .sandbox == "sbx-hello"'; }
+rec() { echo '((.src // "") | endswith(":'"$1"'")) and .sandbox == "sbx-hello"'; }
 lport() { sed -n 's/^local port //p' "$1"; }
 
 # get NAME ARGS... - tls_client get through the gateway, body in $T/NAME.out

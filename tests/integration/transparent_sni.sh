@@ -54,7 +54,7 @@ jq -e 'select(.method == "GET" and .path == "/x" and .sni == "api.example.test")
 audit_has "$A" '.event == "connection" and .sandbox == "sbx-sni" and .decision == "allow"
 	and .rule == "api" and .dst_host == "api.example.test" and .dst_ip == "127.0.0.1"
 	and .dst_port == '"$API_PORT"' and .sni == "api.example.test" and .tls == "passthrough"
-	and .bytes_down > 0 and .bytes_up > 0 and (.src | startswith("'"$NS_V4"':"))'
+	and .bytes_down > 0 and .bytes_up > 0 and ((.src // "") | startswith("'"$NS_V4"':"))'
 # sandgate connected to what it resolved, never to the made-up destination
 [ "$(jq -c "select(.decision == \"allow\" and .dst_ip == \"$FAKE\")" "$A" | wc -l)" -eq 0 ] ||
 	fail "an audit record names the spoofed destination $FAKE"

@@ -9,9 +9,11 @@ reload_*, resolver_*, badinput_*). Each subcommand prints one JSON object.
   tunnel PORT HOST TPORT --cafile F --go FILE [--sni NAME]
       CONNECT HOST:TPORT, TLS to HOST, GET /one; write "ready" to stdout,
       wait until FILE exists, GET /two on the same TLS connection.
-  hold PORT N [--limit-check]
+  hold PORT N [--settle S]
       open N idle connections, report how many the peer closed within
-      0.5 s; keep them until stdin closes (or a line "close K" closes K).
+      S (0.5) seconds; keep them until stdin closes. Commands on stdin:
+      "close K" / "close all" closes K of them, "count" reports how many
+      the peer has closed since.
 """
 import argparse, json, os, select, socket, ssl, sys, time
 
@@ -28,8 +30,9 @@ def read_all(s, wait):
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        r, _, _ = select.select([s], [], [], left)
-        if not r:
+        p = select.poll()
+        p.register(s, select.POLLIN)
+        if not p.poll(left * 1000):
             break
         try:
             d = s.recv(65536)
@@ -130,7 +133,7 @@ def cmd_tunnel(a):
         return
     # The upstream answers HTTP/1.1 keep-alive; two requests on one tunnel.
     res["first"] = http_get(tls, a.host, "/one")
-    out({"ready": True})
+    out({"ready": True, "first": res["first"]})
     deadline = time.monotonic() + 20
     while not os.path.exists(a.go) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -141,53 +144,54 @@ def cmd_tunnel(a):
     out(res)
 
 
+def peer_closed(socks):
+    """The sockets (of `socks`) the peer has closed or reset. poll(), not
+    select(): thousands of fds."""
+    p = select.poll()
+    by_fd = {}
+    for s in socks:
+        p.register(s, select.POLLIN | select.POLLRDHUP)
+        by_fd[s.fileno()] = s
+    dead = []
+    for fd, ev in p.poll(0):
+        s = by_fd[fd]
+        try:
+            if ev & (select.POLLHUP | select.POLLERR) or s.recv(1, socket.MSG_PEEK) == b"":
+                dead.append(s)
+        except OSError:
+            dead.append(s)
+    return dead
+
+
 def cmd_hold(a):
-    socks, closed = [], 0
+    socks = []
+    t0 = time.monotonic()
     for i in range(a.n):
         s = socket.socket()
-        s.setblocking(True)
         try:
             s.connect(("127.0.0.1", a.port))
         except OSError as e:
-            out({"error": "connect %d: %s" % (i, e)})
+            out({"error": "connect %d: %s" % (i, e), "opened": i})
             return
         socks.append(s)
+    opened_s = round(time.monotonic() - t0, 3)
     # Which of them did the peer close at once?
-    time.sleep(0.5)
-    alive = []
-    for s in socks:
-        r, _, _ = select.select([s], [], [], 0)
-        dead = False
-        if r:
-            try:
-                dead = s.recv(1, socket.MSG_PEEK) == b""
-            except OSError:
-                dead = True
-        if dead:
-            closed += 1
-            s.close()
-        else:
-            alive.append(s)
-    out({"opened": a.n, "closed_by_peer": closed, "open": len(alive)})
+    time.sleep(a.settle)
+    dead = set(peer_closed(socks))
+    alive = [s for s in socks if s not in dead]
+    for s in dead:
+        s.close()
+    out({"opened": a.n, "closed_by_peer": len(dead), "open": len(alive), "secs": opened_s})
     for line in sys.stdin:
         w = line.split()
         if w and w[0] == "close":
-            k = int(w[1])
+            k = len(alive) if w[1] == "all" else int(w[1])
             for s in alive[:k]:
                 s.close()
             alive = alive[k:]
             out({"open": len(alive)})
         elif w and w[0] == "count":
-            # how many of ours the peer has closed by now
-            gone = 0
-            for s in alive:
-                r, _, _ = select.select([s], [], [], 0)
-                if r:
-                    try:
-                        gone += s.recv(1, socket.MSG_PEEK) == b""
-                    except OSError:
-                        gone += 1
-            out({"open": len(alive), "closed_by_peer": gone})
+            out({"open": len(alive), "closed_by_peer": len(peer_closed(alive))})
     for s in alive:
         s.close()
 
@@ -211,5 +215,6 @@ p.add_argument("--sni")
 p = sub.add_parser("hold")
 p.add_argument("port", type=int)
 p.add_argument("n", type=int)
+p.add_argument("--settle", type=float, default=0.5)
 a = ap.parse_args()
 {"raw": cmd_raw, "tunnel": cmd_tunnel, "hold": cmd_hold}[a.cmd](a)

@@ -52,8 +52,9 @@ hdr() {
 }
 
 # audit_count FILTER - how many audit records satisfy the jq filter
+# (the file is $AUDIT when set, else $T/audit.jsonl)
 audit_count() {
-	jq -c "select($1)" "$T/audit.jsonl" 2>/dev/null | wc -l
+	jq -c "select($1)" "${AUDIT:-$T/audit.jsonl}" 2>/dev/null | wc -l
 }
 
 # audit_exists FILTER - like audit_has but soft (waits 2 s, returns 1)

@@ -4,6 +4,8 @@
   --mode sink   per connection: read until 0.7 s of silence or EOF, append
                 {"len": N, "data": "<bytes as latin-1>"} to --log, answer a
                 small HTTP/1.1 200 with Connection: close, close.
+  --mode udp-blackhole  a UDP socket that reads and never answers (a DNS
+                server that does not respond); logs {"udp": N} per datagram.
   --mode reset  per connection: read the request head, send a 200 head
                 promising 1 MB and 1000 bytes of it, then close with
                 SO_LINGER 0 (an RST mid-stream); logs {"len": N, "reset": true}.
@@ -13,7 +15,7 @@ import argparse, json, socket, struct, threading, time
 ap = argparse.ArgumentParser()
 ap.add_argument("--bind", default="127.0.0.1")
 ap.add_argument("--port", type=int, default=0)
-ap.add_argument("--mode", choices=["sink", "reset"], default="sink")
+ap.add_argument("--mode", choices=["sink", "reset", "udp-blackhole"], default="sink")
 ap.add_argument("--log", required=True)
 a = ap.parse_args()
 lock = threading.Lock()
@@ -53,6 +55,14 @@ def serve(c):
     except OSError as e:
         log({"len": len(buf), "error": str(e)})
 
+
+if a.mode == "udp-blackhole":
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind((a.bind, a.port))
+    print("ready", u.getsockname()[1], flush=True)
+    while True:
+        d, _ = u.recvfrom(65536)
+        log({"udp": len(d)})
 
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

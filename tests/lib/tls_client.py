@@ -26,6 +26,9 @@
       {"kind", "closed": bool, "elapsed": seconds until EOF/RST,
        "received": bytes the peer sent, "local": the client's port}.
       get prints "local port N" on stderr (to find its audit record).
+
+  tls_client.py hello [--sni NAME]
+      Prints the hand-made ClientHello record (the one raw sends) in hex.
 """
 import argparse, json, os, socket, ssl, struct, sys, time
 
@@ -245,7 +248,12 @@ def main():
     r.add_argument("kind")
     r.add_argument("--sni")
     r.add_argument("--wait", type=float, default=5)
+    h = sub.add_parser("hello")
+    h.add_argument("--sni")
     a = ap.parse_args()
+    if a.cmd == "hello":
+        print(records(client_hello(a.sni)).hex())
+        return 0
     if a.cmd == "get" and not a.no_sni and not a.sni:
         ap.error("get: --sni NAME or --no-sni")
     try:
