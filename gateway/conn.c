@@ -193,9 +193,12 @@ static void refuse(struct gw_conn *c, int status, const char *reason)
 	char body[160];
 	int bl, n;
 
+	/* Nothing reached an upstream: the record says deny whatever the
+	 * policy said of the name; the reason says why (resolve_timeout ...). */
 	c->reason = reason;
-	if (status == 403)
-		c->allowed = 0;
+	c->allowed = 0;
+	if (c->http && hs && c->state != CS_TUNNEL_PEEK)
+		c->status = status;
 	audit_conn(c);
 	if (c->uio.fd >= 0) {
 		gw_io_del(c->w->loop, &c->uio);
@@ -208,7 +211,7 @@ static void refuse(struct gw_conn *c, int status, const char *reason)
 		gw_conn_close(c, reason);
 		return;
 	}
-	c->status = status;
+	c->status = status;     /* transparent HTTP too */
 	bl = snprintf(body, sizeof(body), "sandgate: %s (%s)\n",
 		      status == 403 ? "denied" : text, reason);
 	n = snprintf(hs->resp, sizeof(hs->resp),
@@ -374,7 +377,8 @@ static void peek_classify(struct gw_conn *c, int final)
 			gw_conn_close(c, "out of memory");
 			return;
 		}
-		c->c2u.limit = req.chunked ? -1 : SG_MAX(req.content_length, 0);
+		c->c2u.limit = req.chunked ? 0 : SG_MAX(req.content_length, 0);
+		c->c2u.chunked = req.chunked;
 		c->c2u.no_shut = 1;
 		hs->consumed = req.head_len;
 		if (req.host && req.host_len &&
@@ -559,7 +563,8 @@ static void run_proxy_head(struct gw_conn *c)
 		refuse(c, 502, "out_of_memory");
 		return;
 	}
-	c->c2u.limit = req.chunked ? -1 : SG_MAX(req.content_length, 0);
+	c->c2u.limit = req.chunked ? 0 : SG_MAX(req.content_length, 0);
+	c->c2u.chunked = req.chunked;
 	c->c2u.no_shut = 1;
 	hs->consumed = req.head_len;
 	decide(c);
@@ -670,9 +675,22 @@ static void upstream_connected(struct gw_conn *c)
 		return;
 	}
 	if (c->http && hs->head) {
-		/* The rewritten head, then whatever body bytes came with it. */
+		/* The rewritten head, then the body bytes that came with it:
+		 * only the body, never what the client pipelined after it. */
 		size_t extra = hs->len - hs->consumed;
 
+		if (c->c2u.chunked) {
+			long k = http1_chunked_scan(&c->c2u.ch, hs->buf + hs->consumed, extra);
+
+			if (k < 0) {
+				refuse(c, 400, "http_bad_request");
+				return;
+			}
+			extra = (size_t)k;
+		} else {
+			extra = (size_t)SG_MIN((int64_t)extra, c->c2u.limit);
+			c->c2u.limit -= (int64_t)extra;
+		}
 		if (extra) {
 			char *nh = realloc(hs->head, hs->head_len + extra);
 
@@ -683,12 +701,10 @@ static void upstream_connected(struct gw_conn *c)
 			memcpy(nh + hs->head_len, hs->buf + hs->consumed, extra);
 			hs->head = nh;
 			hs->head_len += extra;
-			if (c->c2u.limit > 0)
-				c->c2u.limit -= (int64_t)SG_MIN((int64_t)extra, c->c2u.limit);
 		}
 		hs->uout.p = (const uint8_t *)hs->head;
 		hs->uout.len = hs->head_len;
-		if (c->c2u.limit == 0)
+		if (c->c2u.chunked ? c->c2u.ch.done : c->c2u.limit == 0)
 			c->c2u.eof = 1;
 	} else {
 		hs->uout.p = hs->buf;

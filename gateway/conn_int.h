@@ -11,6 +11,7 @@
 #include "gateway/resolver.h"
 #include "sg_str.h"
 #include "tls/tls_hello.h"
+#include "gateway/http1.h"
 
 enum conn_state {
 	CS_PEEK,                /* transparent: reading the first bytes */
@@ -34,6 +35,8 @@ struct relay_dir {
 	unsigned eof:1;         /* src said EOF (or limit reached) */
 	unsigned shut:1;        /* dst write side shut (or not to be shut) */
 	unsigned no_shut:1;     /* at limit: stop reading, do not half-close dst */
+	unsigned chunked:1;     /* limit comes from chunked framing, found by peeking */
+	struct http1_chunked ch;
 };
 
 /* Bytes we produce ourselves (a 200, a refusal, a rewritten head). */
@@ -76,7 +79,7 @@ struct gw_conn {
 	struct gw_io cio, uio;
 	unsigned c_rd, c_wr, u_rd, u_wr;        /* edge-triggered readiness */
 	unsigned has_odst:1, has_name:1, has_dst:1, dst_is_literal:1;
-	unsigned audited:1, would_deny:1, http:1, tls_seen:1;
+	unsigned audited:1, would_deny:1, http:1, tls_seen:1, status_peeked:1;
 	struct gw_timer timer;
 	enum gw_listener_kind kind;
 	enum conn_state state;

@@ -433,3 +433,144 @@ int http1_is_hop_by_hop(const struct http1_request *req,
 	}
 	return 0;
 }
+
+/* ---- chunked framing (RFC 9112 7.1) ---- */
+
+enum {
+	CH_SIZE,        /* hex digits of chunk-size */
+	CH_EXT,         /* chunk-ext, up to the line end */
+	CH_SIZE_LF,     /* CR seen after the size line */
+	CH_DATA,        /* chunk-data */
+	CH_DATA_CR,     /* CRLF after chunk-data */
+	CH_DATA_LF,
+	CH_TRAILER,     /* trailer field line (or the final empty line) */
+	CH_TRAILER_LF,
+	CH_DONE,
+};
+
+#define CH_MAX_LINE 4096        /* a chunk-ext or trailer line */
+
+static int hexval(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+long http1_chunked_scan(struct http1_chunked *st, const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && st->state != CH_DONE) {
+		uint8_t c = p[i];
+
+		switch (st->state) {
+		case CH_SIZE:
+			if (hexval(c) >= 0) {
+				/* 15 hex digits: 2^60 bytes is already absurd; more
+				 * would overflow the counter. */
+				if (++st->digits > 15)
+					return SG_ERROR;
+				st->left = st->left << 4 | (uint64_t)hexval(c);
+				i++;
+				break;
+			}
+			if (!st->digits)
+				return SG_ERROR;
+			st->line = 0;
+			st->state = CH_EXT;
+			break;          /* re-examine c as part of the extension */
+		case CH_EXT:
+			if (c == '\r') {
+				st->state = CH_SIZE_LF;
+			} else if (c == '\n') {
+				goto size_line_done;
+			} else if ((c < 0x20 && c != '\t') || c == 0x7f ||
+				   ++st->line > CH_MAX_LINE) {
+				return SG_ERROR;
+			}
+			i++;
+			break;
+		case CH_SIZE_LF:
+			if (c != '\n')
+				return SG_ERROR;
+size_line_done:
+			i++;
+			st->digits = 0;
+			st->line = 0;
+			st->state = st->left ? CH_DATA : CH_TRAILER;
+			break;
+		case CH_DATA: {
+			size_t take = n - i;
+
+			if ((uint64_t)take > st->left)
+				take = (size_t)st->left;
+			st->left -= take;
+			i += take;
+			if (!st->left)
+				st->state = CH_DATA_CR;
+			break;
+		}
+		case CH_DATA_CR:
+			if (c == '\n') {
+				st->state = CH_SIZE;
+			} else if (c == '\r') {
+				st->state = CH_DATA_LF;
+			} else {
+				return SG_ERROR;
+			}
+			i++;
+			break;
+		case CH_DATA_LF:
+			if (c != '\n')
+				return SG_ERROR;
+			st->state = CH_SIZE;
+			i++;
+			break;
+		case CH_TRAILER:
+			if (c == '\r') {
+				st->state = CH_TRAILER_LF;
+			} else if (c == '\n') {
+				goto trailer_line_done;
+			} else if ((c < 0x20 && c != '\t') || c == 0x7f ||
+				   ++st->line > CH_MAX_LINE) {
+				return SG_ERROR;
+			}
+			i++;
+			break;
+		case CH_TRAILER_LF:
+			if (c != '\n')
+				return SG_ERROR;
+trailer_line_done:
+			i++;
+			/* An empty line ends the message; a field line waits for
+			 * the next one. */
+			if (st->line == 0)
+				st->state = CH_DONE;
+			else
+				st->state = CH_TRAILER;
+			st->line = 0;
+			break;
+		}
+	}
+	if (st->state == CH_DONE)
+		st->done = 1;
+	return (long)i;
+}
+
+int http1_response_status(const uint8_t *p, size_t n)
+{
+	int code;
+
+	if (n < 12)
+		return SG_AGAIN;
+	if (memcmp(p, "HTTP/1.", 7) || (p[7] != '0' && p[7] != '1') || p[8] != ' ' ||
+	    p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' ||
+	    p[11] < '0' || p[11] > '9')
+		return SG_DECLINED;
+	code = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+	return code;
+}

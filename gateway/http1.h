@@ -80,4 +80,33 @@ int http1_header_is(const struct http1_header *h, const char *name);
 int http1_is_hop_by_hop(const struct http1_request *req,
 			const struct http1_header *h);
 
+/*
+ * Chunked transfer-coding framing (RFC 9112 7.1), to find where a chunked
+ * request body ends without decoding it: the proxy forwards the body as
+ * it came and must stop exactly at its end, so bytes pipelined after it
+ * (a second request) never ride on this request's decision.
+ *
+ * Zero-initialise the state. http1_chunked_scan() consumes bytes of the
+ * stream and returns how many of them belong to the body (all of n
+ * unless the end is inside), or SG_ERROR for malformed framing. Pure and
+ * resumable: the bytes may arrive split anywhere. st->done is set once the
+ * last-chunk and the trailer section's empty line were seen.
+ */
+struct http1_chunked {
+	int state;
+	uint64_t left;          /* bytes of chunk data still to skip */
+	unsigned digits;        /* hex digits of the current size */
+	unsigned line;          /* bytes of the current extension/trailer line */
+	int done;
+};
+
+long http1_chunked_scan(struct http1_chunked *st, const uint8_t *p, size_t n);
+
+/*
+ * The status code of an HTTP/1.x response from its first bytes ("HTTP/1.1
+ * 200 ..."): 100-599, SG_AGAIN if fewer than 12 bytes, SG_DECLINED if it
+ * is not a status line.
+ */
+int http1_response_status(const uint8_t *p, size_t n);
+
 #endif

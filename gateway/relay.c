@@ -86,6 +86,40 @@ static int out_flush(int fd, struct out_buf *o, unsigned *wr_ready)
 }
 
 /*
+ * A chunked request body is spliced like any other, but its end must be
+ * found: peek at what is queued (the kernel keeps it), let the framing
+ * scanner say how much of it is body, and allow exactly that much through.
+ * Bytes after the body (a pipelined request) are never forwarded.
+ * Returns 1 on progress, 0 if nothing is queued, or a negative errno.
+ */
+static int chunk_peek(struct relay_dir *d, int src, unsigned *src_rd)
+{
+	uint8_t peek[16384];
+	ssize_t n;
+	long k;
+
+	if (d->ch.done) {
+		d->eof = 1;
+		return 1;
+	}
+	n = recv(src, peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0) {
+		d->eof = 1;             /* the client gave up mid-body */
+		d->no_shut = 0;
+		return 1;
+	}
+	if (n < 0)
+		return errno == EAGAIN ? (*src_rd = 0, 0) : errno == EINTR ? 0 : -errno;
+	k = http1_chunked_scan(&d->ch, peek, (size_t)n);
+	if (k < 0)
+		return -EPROTO;
+	d->limit = k;
+	if (k == 0 && d->ch.done)
+		d->eof = 1;
+	return 1;
+}
+
+/*
  * Pump one direction as far as it goes without blocking.
  * Returns 1 if progress was made, 0 if not, or a negative errno.
  */
@@ -97,11 +131,19 @@ static int dir_pump(struct gw_worker *w, struct relay_dir *d, int src, int dst,
 	for (;;) {
 		int moved = 0;
 
-		if (!d->eof && *src_rd && d->in_pipe < PIPE_CAP) {
+		if (!d->eof && *src_rd && d->in_pipe < PIPE_CAP && d->chunked && d->limit == 0) {
+			int rc = chunk_peek(d, src, src_rd);
+
+			if (rc < 0)
+				return rc;
+			if (rc > 0)
+				moved = 1;
+		}
+		if (!d->eof && *src_rd && d->in_pipe < PIPE_CAP && d->limit != 0) {
 			size_t want = PIPE_CAP - d->in_pipe;
 			ssize_t n;
 
-			if (d->limit >= 0 && (int64_t)want > d->limit)
+			if (d->limit > 0 && (int64_t)want > d->limit)
 				want = (size_t)d->limit;
 			if (!d->has_pipe) {
 				int rc = gw_pipe_get(w, &d->pipe);
@@ -110,28 +152,24 @@ static int dir_pump(struct gw_worker *w, struct relay_dir *d, int src, int dst,
 					return rc;
 				d->has_pipe = 1;
 			}
-			if (want == 0) {
-				d->eof = 1;
-			} else {
-				n = splice(src, NULL, d->pipe.fds[1], NULL, want,
-					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-				if (n > 0) {
-					d->in_pipe += (size_t)n;
-					if (d->limit >= 0) {
-						d->limit -= n;
-						if (d->limit == 0)
-							d->eof = 1;
-					}
-					moved = 1;
-				} else if (n == 0) {
-					d->eof = 1;
-					d->no_shut = 0;
-					moved = 1;
-				} else if (errno == EAGAIN) {
-					*src_rd = 0;
-				} else if (errno != EINTR) {
-					return -errno;
+			n = splice(src, NULL, d->pipe.fds[1], NULL, want,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				d->in_pipe += (size_t)n;
+				if (d->limit > 0) {
+					d->limit -= n;
+					if (d->limit == 0 && (!d->chunked || d->ch.done))
+						d->eof = 1;
 				}
+				moved = 1;
+			} else if (n == 0) {
+				d->eof = 1;
+				d->no_shut = 0;
+				moved = 1;
+			} else if (errno == EAGAIN) {
+				*src_rd = 0;
+			} else if (errno != EINTR) {
+				return -errno;
 			}
 		}
 		if (d->in_pipe > 0 && *dst_wr) {
@@ -208,6 +246,23 @@ void gw_relay_run(struct gw_conn *c)
 		free(hs->head);
 		free(hs);
 		c->hs = NULL;
+	}
+	if (c->http && !c->status_peeked && c->u_rd) {
+		/* The upstream's status line, for the audit record: peeked, so
+		 * the bytes still go by splice. A 1xx interim answer says
+		 * nothing final; the status then stays unknown. */
+		uint8_t line[12];
+		ssize_t n = recv(c->uio.fd, line, sizeof(line), MSG_PEEK | MSG_DONTWAIT);
+
+		/* Whatever came first decides: a short first segment is
+		 * spliced on and the status stays unknown. */
+		if (!(n < 0 && errno == EAGAIN)) {
+			int code = n > 0 ? http1_response_status(line, (size_t)n) : SG_DECLINED;
+
+			c->status_peeked = 1;
+			if (code >= 200)
+				c->status = code;
+		}
 	}
 	a = dir_pump(c->w, &c->c2u, c->cio.fd, c->uio.fd, &c->c_rd, &c->u_wr);
 	b = dir_pump(c->w, &c->u2c, c->uio.fd, c->cio.fd, &c->u_rd, &c->c_wr);

@@ -60,6 +60,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(size < MAX_HEAD);
 	/* the split runs on any target, well-formed head or not */
 	check_split((const char *)data, size);
+	/* chunked framing: whole, and split in two, agree */
+	{
+		struct http1_chunked a, b;
+		long k1, k2 = 0, k3;
+
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		k1 = http1_chunked_scan(&a, data, size);
+		CHECK(k1 == SG_ERROR || (k1 >= 0 && (size_t)k1 <= size));
+		k3 = http1_chunked_scan(&b, data, size / 2);
+		if (k3 >= 0 && !b.done) {
+			k2 = http1_chunked_scan(&b, data + size / 2, size - size / 2);
+			if (k2 >= 0)
+				CHECK(k1 == k3 + k2 && a.done == b.done);
+			else
+				CHECK(k1 == SG_ERROR);
+		} else if (k3 >= 0) {
+			CHECK(k1 == k3 && a.done);
+		} else {
+			CHECK(k1 == SG_ERROR);
+		}
+	}
 	if (rc != SG_OK)
 		return 0;
 

@@ -58,13 +58,13 @@ sg_start "$T/sg.yaml"
 # --- oversized heads ---------------------------------------------------------
 out=$(raw big1 --data 'CONNECT @@.example.test:443 HTTP/1.1\r\n\r\n' --repeat 5000)
 check "CONNECT line of 5000+ bytes: 400 http_header_too_large, closed ($out)" \
-	jq -e '.status == 400 and .reason == "http_header_too_large" and .end == "eof"' <<<"$out"
+	jqe '.status == 400 and .reason == "http_header_too_large" and .end == "eof"' <<<"$out"
 out=$(raw big2 --data 'CONNECT api.example.test:443 HTTP/1.1\r\nX-Long: @@\r\n\r\n' --repeat 5000)
 check "header field pushing the head past 4096: 400 http_header_too_large ($out)" \
-	jq -e '.status == 400 and .reason == "http_header_too_large"' <<<"$out"
+	jqe '.status == 400 and .reason == "http_header_too_large"' <<<"$out"
 out=$(raw big3 --data 'GET http://api.example.test:'"$PLAIN"'/@@' --repeat 8000 --wait 4)
 check "unterminated 8000-byte request line: 400 http_header_too_large at once ($out)" \
-	jq -e '.status == 400 and .reason == "http_header_too_large" and .elapsed < 0.9' <<<"$out"
+	jqe '.status == 400 and .reason == "http_header_too_large" and .elapsed < 0.9' <<<"$out"
 check "head just under the limit is still served" \
 	test "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x "http://127.0.0.1:$PP" -H "X-Pad: $(head -c 3500 /dev/zero | tr '\0' a)" "http://api.example.test:$PLAIN/under")" = 200
 check "gateway serves after oversized heads" served after-big
@@ -72,27 +72,27 @@ check "audit: http_header_too_large recorded" audit_exists '.decision == "deny" 
 
 # --- garbage -------------------------------------------------------------
 out=$(raw g1 --hex "$(head -c 300 /dev/urandom | od -An -tx1 | tr -d ' \n')")
-check "300 random bytes: 400 ($out)" jq -e '.status == 400 and .end == "eof"' <<<"$out"
+check "300 random bytes: 400 ($out)" jqe '.status == 400 and .end == "eof"' <<<"$out"
 out=$(raw g2 --hex "16030100c8010000c40303")
-check "a TLS ClientHello sent to the proxy port: 400 ($out)" jq -e '.status == 400' <<<"$out"
+check "a TLS ClientHello sent to the proxy port: 400 ($out)" jqe '.status == 400' <<<"$out"
 out=$(raw g3 --data 'GET\r\n\r\n')
-check "a request line without target/version: 400 ($out)" jq -e '.status == 400' <<<"$out"
+check "a request line without target/version: 400 ($out)" jqe '.status == 400' <<<"$out"
 out=$(raw g4 --data 'CONNECT api.example.test HTTP/1.1\r\n\r\n')
-check "CONNECT without a port: 400 ($out)" jq -e '.status == 400' <<<"$out"
+check "CONNECT without a port: 400 ($out)" jqe '.status == 400' <<<"$out"
 out=$(raw g5 --data 'GET http://api.example.test:'"$PLAIN"'/ HTTP/1.1\r\nHost: api.example.test:'"$PLAIN"'\r\nBad Header\r\n\r\n')
-check "a header line without a colon: 400 ($out)" jq -e '.status == 400' <<<"$out"
+check "a header line without a colon: 400 ($out)" jqe '.status == 400' <<<"$out"
 out=$(raw g6 --data 'GET http://api.example.test:'"$PLAIN"'/ HTTP/1.1\r\nHost: api.example.test:'"$PLAIN"'\r\nContent-Length: -1\r\n\r\n')
-check "Content-Length: -1: 400 ($out)" jq -e '.status == 400' <<<"$out"
+check "Content-Length: -1: 400 ($out)" jqe '.status == 400' <<<"$out"
 check "nothing malformed reached the upstream" test "$(jq -s '[.[] | select(.path != "/under" and .path != "/after-big")] | length' "$PLAIN_LOG")" = 0
 check "gateway serves after garbage" served after-garbage
 
 # --- silent and stalled clients --------------------------------------------
 out=$(raw s1 --wait 5)
 check "silent client: 400 handshake_timeout after ~1 s, then closed ($out)" \
-	jq -e '.status == 400 and .reason == "handshake_timeout" and .end == "eof" and .elapsed >= 0.9 and .elapsed < 3' <<<"$out"
+	jqe '.status == 400 and .reason == "handshake_timeout" and .end == "eof" and .elapsed >= 0.9 and .elapsed < 3' <<<"$out"
 out=$(raw s2 --data 'CONNECT api.example.te' --wait 5)
 check "half a request line then silence: 400 handshake_timeout after ~1 s ($out)" \
-	jq -e '.status == 400 and .reason == "handshake_timeout" and .elapsed >= 0.9 and .elapsed < 3' <<<"$out"
+	jqe '.status == 400 and .reason == "handshake_timeout" and .elapsed >= 0.9 and .elapsed < 3' <<<"$out"
 check "audit: handshake_timeout recorded" audit_exists '.decision == "deny" and .reason == "handshake_timeout"'
 check "gateway serves after stalled clients" served after-silent
 
@@ -100,10 +100,10 @@ check "gateway serves after stalled clients" served after-silent
 n0=$(audit_count '.dst_port == '"$RST")
 out=$(raw r1 --data "GET http://api.example.test:$RST/reset1 HTTP/1.1\\r\\nHost: api.example.test:$RST\\r\\n\\r\\n")
 check "absolute-form, upstream RST mid-body: client sees 200 + partial body, then reset/close ($out)" \
-	jq -e '.status == 200 and (.end == "reset" or .end == "eof") and .bytes < 1048576' <<<"$out"
+	jqe '.status == 200 and (.end == "reset" or .end == "eof") and .bytes < 1048576' <<<"$out"
 out=$(raw r2 --data "CONNECT api.example.test:$RST HTTP/1.1\\r\\n\\r\\nGET /reset2 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
 check "CONNECT tunnel, upstream RST mid-body: client connection reset/closed ($out)" \
-	jq -e '.status == 200 and (.end == "reset" or .end == "eof") and .bytes < 1048576' <<<"$out"
+	jqe '.status == 200 and (.end == "reset" or .end == "eof") and .bytes < 1048576' <<<"$out"
 curl -sS --max-time 5 -o /dev/null -x "http://127.0.0.1:$PP" "http://api.example.test:$RST/reset3" 2>"$T/r3.err"; rc=$?
 check "curl through the proxy fails on the upstream reset (rc $rc: $(cat "$T/r3.err"))" \
 	bash -c "[ $rc -eq 18 ] || [ $rc -eq 56 ] || [ $rc -eq 52 ]"
@@ -146,22 +146,26 @@ sg_start "$T/sg2.yaml"
 hold_start 50
 out=$(hold_line 1)
 check "50 idle connections under max_connections 50 all stay open ($out)" \
-	jq -e '.opened == 50 and .closed_by_peer == 0' <<<"$out"
+	jqe '.opened == 50 and .closed_by_peer == 0' <<<"$out"
 out=$(raw lim1 --wait 2)
 check "the 51st connection is closed at once, without an answer ($out)" \
-	jq -e '(.end == "eof" or .end == "reset") and .bytes == 0 and .elapsed < 0.5' <<<"$out"
-check "a real request at the limit is refused (curl fails)" bash -c "! served at-limit"
+	jqe '(.end == "eof" or .end == "reset") and .bytes == 0 and .elapsed < 0.5' <<<"$out"
+check "a real request at the limit is refused (curl fails)" not served at-limit
 echo "count" >&7
 out=$(hold_line 2)
-check "the 50 held connections were not disturbed ($out)" jq -e '.open == 50 and .closed_by_peer == 0' <<<"$out"
-echo "close 10" >&7
+check "the 50 held connections were not disturbed ($out)" jqe '.open == 50 and .closed_by_peer == 0' <<<"$out"
+echo "use api.example.test:$PLAIN /held-tunnel" >&7
 out=$(hold_line 3)
+check "one of the 50 held connections, at the limit, can still CONNECT and fetch ($out)" \
+	jqe '.connect_status == 200 and .status == 200' <<<"$out"
+echo "close 10" >&7
+out=$(hold_line 4)
 sleep 0.3
 check "after 10 idle connections close, a request is served" served below-limit
 check "… and a CONNECT too" test "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -p -x "http://127.0.0.1:$PP" "http://api.example.test:$PLAIN/via-connect")" = 200
 hold_stop
-check "upstream saw below-limit and via-connect but not at-limit" \
-	jq -e -s '[.[].path] | (index("/below-limit") != null and index("/via-connect") != null and index("/at-limit") == null)' "$PLAIN_LOG"
+check "upstream saw below-limit, via-connect and held-tunnel but not at-limit" \
+	jqe -s '[.[].path] | (index("/below-limit") != null and index("/via-connect") != null and index("/held-tunnel") != null and index("/at-limit") == null)' "$PLAIN_LOG"
 sg_stop
 
 # --- 5,000 idle connections ------------------------------------------------------
@@ -175,7 +179,7 @@ sleep 0.2
 base=$(ls /proc/$SG_PID/fd | wc -l)
 hold_start 5000 1
 out=$(hold_line 1)
-check "5000 idle connections opened and held ($out)" jq -e '.opened == 5000 and .closed_by_peer == 0' <<<"$out"
+check "5000 idle connections opened and held ($out)" jqe '.opened == 5000 and .closed_by_peer == 0' <<<"$out"
 during=$(ls /proc/$SG_PID/fd | wc -l)
 check "the gateway holds them (fds: baseline $base, now $during)" bash -c "[ $during -ge $((base + 5000)) ]"
 t0=$(date +%s%N)

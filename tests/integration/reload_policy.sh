@@ -83,7 +83,7 @@ PIDS+=($TUN_PID)
 for _ in $(seq 1 100); do grep -q ready "$T/tun.out" && break; sleep 0.05; done
 grep -q ready "$T/tun.out" || fail "tunnel client not ready: $(cat "$T/tun.out" "$T/tun.err")"
 check "tunnel: first request over the tunnel succeeded" \
-	jq -e -s '.[0].first[0] == 200' "$T/tun.out"
+	jqe -s '.[0].first[0] == 200' "$T/tun.out"
 
 # --- policy 2: b allowed, the tunnel's rule removed ------------------------
 write_cfg "$RULE_A" "$RULE_B"
@@ -96,7 +96,7 @@ check "after reload: b.example.test 200" test "$(status b2 "http://b.example.tes
 check "after reload: a.example.test still 200" test "$(status a2 "http://a.example.test:$PLAIN/a2")" = 200
 check "after reload: a new CONNECT to api.example.test is 403" test "$(tunnel_status t2)" = 403
 check "upstream saw /b2 but not /b1" \
-	jq -e -s '([.[].path] | index("/b2") != null and index("/b1") == null)' "$PLAIN_LOG"
+	jqe -s '([.[].path] | index("/b2") != null and index("/b1") == null)' "$PLAIN_LOG"
 check "audit: b allowed by rule b after the reload" \
 	audit_exists '.event == "request" and .path == "/b2" and .decision == "allow" and .rule == "b"'
 
@@ -106,7 +106,8 @@ sed 's/^default: deny$/default: deny\nbogus_top_level: 1/' "$T/good.yaml" >"$T/s
 bad_line=$(grep -n '^bogus_top_level' "$T/sg.yaml" | cut -d: -f1)
 kill -HUP "$SG_PID"
 reload_wait 2
-check "gateway log says the reload was rejected" grep -q "reload rejected" "$T/gw.log"
+check "gateway log says the reload was rejected, with FILE:LINE" \
+	grep -Eq "reload rejected.*sg\.yaml:$bad_line:[0-9]+: .*bogus_top_level" "$T/gw.log"
 check "audit: policy_reload deny invalid_config with FILE:$bad_line:COL error" \
 	audit_exists '.event == "policy_reload" and .decision == "deny" and .reason == "invalid_config" and (.error | test("sg\\.yaml:'"$bad_line"':[0-9]+: .*bogus_top_level"))'
 check "after rejected reload: b.example.test still 200" test "$(status b3 "http://b.example.test:$PLAIN/b3")" = 200
@@ -125,8 +126,14 @@ kill -HUP "$SG_PID"
 reload_wait 4
 check "audit: out-of-range port rejected (invalid_config)" \
 	audit_exists '.event == "policy_reload" and .decision == "deny" and .reason == "invalid_config" and (.error | test("sg\\.yaml:[0-9]+:[0-9]+: "))'
+mv "$T/sg.yaml" "$T/sg.yaml.away"
+kill -HUP "$SG_PID"
+reload_wait 5
+mv "$T/sg.yaml.away" "$T/sg.yaml"
+check "audit: a missing config file is rejected (invalid_config)" \
+	audit_exists '.event == "policy_reload" and .decision == "deny" and .reason == "invalid_config" and (.error | test("sg\\.yaml"))'
 check "exactly one accepted reload so far" test "$(audit_count '.event == "policy_reload" and .decision == "allow"')" = 1
-check "after three rejected reloads: b still 200, a still 200, api CONNECT still 403" \
+check "after four rejected reloads: b still 200, a still 200, api CONNECT still 403" \
 	test "$(status b4 "http://b.example.test:$PLAIN/b4") $(status a4 "http://a.example.test:$PLAIN/a4") $(tunnel_status t4)" = "200 200 403"
 
 # --- the tunnel opened under policy 1 still works --------------------------
@@ -134,18 +141,18 @@ touch "$T/tun.go"
 for _ in $(seq 1 100); do kill -0 $TUN_PID 2>/dev/null || break; sleep 0.05; done
 res=$(tail -n 1 "$T/tun.out")
 check "tunnel opened before the reloads: second request on it succeeded ($res)" \
-	jq -e '.second[0] == 200 and (.second[1] | startswith("hello from tls"))' <<<"$res"
+	jqe '.second[0] == 200 and (.second[1] | startswith("hello from tls"))' <<<"$res"
 check "TLS upstream saw /one and /two over the tunnel" \
-	jq -e -s '[.[].path] | index("/one") != null and index("/two") != null' "$TLS_LOG"
+	jqe -s '[.[].path] | index("/one") != null and index("/two") != null' "$TLS_LOG"
 
 # --- back to a good config: reload accepted again ---------------------------
 cp "$T/good.yaml" "$T/sg.yaml"
 kill -HUP "$SG_PID"
-reload_wait 5
+reload_wait 6
 check "a valid config after rejected ones is accepted" \
 	test "$(audit_count '.event == "policy_reload" and .decision == "allow"')" = 2
 check "audit: policy_reload records carry increasing generations" \
-	jq -e -s '[.[] | select(.event == "policy_reload" and .decision == "allow") | .generation] | . == (sort) and length == 2 and .[0] < .[1]' "$T/audit.jsonl"
+	jqe -s '[.[] | select(.event == "policy_reload" and .decision == "allow") | .generation] | . == (sort) and length == 2 and .[0] < .[1]' "$T/audit.jsonl"
 
 check "gateway alive after the reloads" sg_alive
 sg_stop

@@ -15,18 +15,35 @@ need curl python3 jq dnsmasq
 
 upstream plain
 PLAIN=$UP_PORT PLAIN_LOG=$UP_LOG
-DP=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 DNSLOG=$T/dnsmasq.log
-bg dnsmasq dnsmasq --no-daemon --no-resolv --no-hosts --port="$DP" --listen-address=127.0.0.1 \
-	--bind-interfaces --log-queries --log-facility="$DNSLOG" --cache-size=0 \
-	--address=/rebind.example.test/127.0.0.1 \
-	--address=/rebind2.example.test/127.0.0.1 \
-	--address=/nx.example.test/ \
-	--address=/v6.example.test/::1 \
-	--address=/mapped.example.test/::ffff:127.0.0.1 \
-	--address=/zero.example.test/0.0.0.0
-for _ in $(seq 1 100); do grep -q "started" "$DNSLOG" 2>/dev/null && break; sleep 0.05; done
-grep -q "started" "$DNSLOG" 2>/dev/null || skip "dnsmasq did not start: $(cat "$T/dnsmasq.err")"
+# dnsmasq binds UDP and TCP on its port: pick one free for both, and try
+# another if someone takes it first.
+udp_tcp_port() {
+	python3 -c 'import socket
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 0)); p = u.getsockname()[1]
+t = socket.socket(); t.bind(("127.0.0.1", p)); print(p)' 2>/dev/null
+}
+for attempt in 1 2 3 4 5; do
+	DP=$(udp_tcp_port) || continue
+	: >"$DNSLOG"
+	bg dnsmasq dnsmasq --no-daemon --no-resolv --no-hosts --port="$DP" --listen-address=127.0.0.1 \
+		--bind-interfaces --log-queries --log-facility="$DNSLOG" --cache-size=0 \
+		--address=/rebind.example.test/127.0.0.1 \
+		--address=/rebind2.example.test/127.0.0.1 \
+		--address=/nx.example.test/ \
+		--address=/v6.example.test/::1 \
+		--address=/mapped.example.test/::ffff:127.0.0.1 \
+		--address=/zero.example.test/0.0.0.0
+	DNS_PID=$LAST_PID
+	for _ in $(seq 1 100); do
+		grep -q "started" "$DNSLOG" 2>/dev/null && break
+		kill -0 $DNS_PID 2>/dev/null || break
+		sleep 0.05
+	done
+	grep -q "started" "$DNSLOG" 2>/dev/null && kill -0 $DNS_PID 2>/dev/null && break
+	DP=
+done
+[ -n "$DP" ] || fail "dnsmasq did not start: $(cat "$T/dnsmasq.err")"
 # dnsmasq answers for itself (sanity: the log records a query we make)
 python3 - "$DP" <<'PY' || fail "dnsmasq does not answer"
 import socket, struct, sys
@@ -70,14 +87,14 @@ check "name allowed by a domain rule resolving to 127.0.0.1 is 403 (got $r)" tes
 check "… with X-Sandgate-Reason: internal_address (got '$(hdr rb X-Sandgate-Reason)')" \
 	test "$(hdr rb X-Sandgate-Reason)" = internal_address
 check "dnsmasq was asked for rebind.example.test" queried rebind.example.test
-check "the upstream never saw /rebind" bash -c "! grep -q '\"/rebind\"' '$PLAIN_LOG'"
+check "the upstream never saw /rebind" absent '"/rebind"' "$PLAIN_LOG"
 check "audit: deny internal_address with the resolved address" \
 	audit_exists '.event == "request" and .decision == "deny" and .reason == "internal_address" and .dst_host == "rebind.example.test"'
 
 r=$(pcurl rb2 --interface 127.0.0.2 "http://rebind2.example.test:$PLAIN/rebind2")
 check "the same with a cidrs: [127.0.0.0/8] allow rule reaches the upstream (got $r)" test "$r" = "200 0"
 check "dnsmasq was asked for rebind2.example.test" queried rebind2.example.test
-check "the upstream saw /rebind2" jq -e -s '[.[].path] | index("/rebind2") != null' "$PLAIN_LOG"
+check "the upstream saw /rebind2" jqe -s '[.[].path] | index("/rebind2") != null' "$PLAIN_LOG"
 check "audit: allow for rebind2.example.test at 127.0.0.1" \
 	audit_exists '.event == "request" and .decision == "allow" and .dst_host == "rebind2.example.test" and .dst_ip == "127.0.0.1" and .sandbox == "unlocked"'
 
@@ -86,7 +103,7 @@ for n in v6 mapped zero; do
 	check "$n.example.test (::1, ::ffff:127.0.0.1, 0.0.0.0) is 403 internal_address (got $r, '$(hdr "g$n" X-Sandgate-Reason)')" \
 		test "$r $(hdr "g$n" X-Sandgate-Reason)" = "403 0 internal_address"
 done
-check "the upstream never saw the guarded names" bash -c "! grep -q guard- '$PLAIN_LOG'"
+check "the upstream never saw the guarded names" absent guard- "$PLAIN_LOG"
 
 # --- no leak: names that can only be denied are never sent to DNS -----------
 pcurl lk1 "http://leak-denied.example.test:$PLAIN/leak" >/dev/null
@@ -99,16 +116,16 @@ check "allowed name on a port no rule allows: 403 (got '$(hdr lk3 X-Sandgate-Rea
 	test "$(hdr lk3 X-Sandgate-Reason)" = default_deny
 check "unknown source: 403 unknown_source" test "$(hdr lk4 X-Sandgate-Reason)" = unknown_source
 sleep 0.3
-check "dnsmasq never saw leak-denied.example.test" bash -c "! grep -q leak-denied '$DNSLOG'"
-check "dnsmasq never saw leak-connect.example.test" bash -c "! grep -q leak-connect '$DNSLOG'"
-check "dnsmasq never saw leak-unknown-src.example.test" bash -c "! grep -q leak-unknown-src '$DNSLOG'"
+check "dnsmasq never saw leak-denied.example.test" absent leak-denied "$DNSLOG"
+check "dnsmasq never saw leak-connect.example.test" absent leak-connect "$DNSLOG"
+check "dnsmasq never saw leak-unknown-src.example.test" absent leak-unknown-src "$DNSLOG"
 check "dnsmasq never saw portonly.example.test (allowed name, denied port)" \
-	bash -c "! grep -q portonly '$DNSLOG'"
+	absent portonly "$DNSLOG"
 
 # --- static answers ----------------------------------------------------------
 r=$(pcurl st "http://static.example.test:$PLAIN/static")
 check "static resolver.hosts name reaches the upstream (exempt from the guard) (got $r)" test "$r" = "200 0"
-check "static names are never sent to DNS" bash -c "! grep -q static.example.test '$DNSLOG'"
+check "static names are never sent to DNS" absent static.example.test "$DNSLOG"
 
 # --- NXDOMAIN ----------------------------------------------------------------
 r=$(pcurl nx "http://nx.example.test:$PLAIN/nx")

@@ -13,7 +13,8 @@ reload_*, resolver_*, badinput_*). Each subcommand prints one JSON object.
       open N idle connections, report how many the peer closed within
       S (0.5) seconds; keep them until stdin closes. Commands on stdin:
       "close K" / "close all" closes K of them, "count" reports how many
-      the peer has closed since.
+      the peer has closed since, "use HOST:PORT PATH" sends a CONNECT on
+      the first held one and a GET PATH through the tunnel.
 """
 import argparse, json, os, select, socket, ssl, sys, time
 
@@ -190,6 +191,29 @@ def cmd_hold(a):
                 s.close()
             alive = alive[k:]
             out({"open": len(alive)})
+        elif w and w[0] == "use":
+            # "use HOST:PORT PATH": CONNECT over the first held connection,
+            # then a plain GET PATH through the tunnel.
+            s = alive.pop(0)
+            s.settimeout(5)
+            res = {}
+            try:
+                s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (w[1], w[1])).encode())
+                buf = b""
+                while b"\r\n\r\n" not in buf:
+                    d = s.recv(4096)
+                    if not d:
+                        break
+                    buf += d
+                res["connect_status"], _ = parse_resp(buf)
+                if res["connect_status"] == 200:
+                    s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (w[2], w[1])).encode())
+                    body, res["end"] = read_all(s, 5)
+                    res["status"], _ = parse_resp(body)
+            except OSError as e:
+                res["error"] = repr(e)
+            s.close()
+            out(res)
         elif w and w[0] == "count":
             out({"open": len(alive), "closed_by_peer": len(peer_closed(alive))})
     for s in alive:

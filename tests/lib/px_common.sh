@@ -90,3 +90,31 @@ px_upstream() {
 	done
 	fail "px_upstream $name did not start: $(cat "$T/$name.err")"
 }
+
+# jqe ARGS... - `jq -e` that fails on empty input (jq 1.6 exits 0 when it
+# reads nothing). The input is the last argument if it is a file (may be
+# empty only with -s), else stdin.
+jqe() {
+	local last=${!#}
+	if [ $# -ge 2 ] && [ -f "$last" ]; then
+		case " $* " in
+		*" -s "*) ;;
+		*) [ -s "$last" ] || { echo "  (empty file: $last)" >&2; return 1; } ;;
+		esac
+		jq -e "$@"
+	else
+		local in
+		in=$(cat)
+		[ -n "${in//[[:space:]]/}" ] || { echo "  (no JSON to check)" >&2; return 1; }
+		jq -e "$@" <<<"$in"
+	fi
+}
+
+# not CMD... - succeeds when CMD fails (for check)
+not() { ! "$@"; }
+
+# absent PATTERN FILE - FILE exists and has no line matching PATTERN (grep -E)
+absent() {
+	[ -f "$2" ] || { echo "  (no file $2)" >&2; return 1; }
+	! grep -Eq -- "$1" "$2"
+}

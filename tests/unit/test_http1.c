@@ -613,6 +613,85 @@ static void test_hop_by_hop(void **state)
 	assert_true(http1_is_hop_by_hop(&plain, &h));
 }
 
+/* ---- chunked framing ---- */
+
+/* Feed msg in pieces of `step` bytes; return body bytes (or the error). */
+static long scan_split(const char *msg, size_t len, size_t step, int *done)
+{
+	struct http1_chunked st;
+	size_t off = 0;
+	long total = 0;
+
+	memset(&st, 0, sizeof(st));
+	while (off < len && !st.done) {
+		size_t n = SG_MIN(step, len - off);
+		long k = http1_chunked_scan(&st, (const uint8_t *)msg + off, n);
+
+		if (k < 0)
+			return k;
+		assert_true((size_t)k <= n);
+		/* Short of n only where the body ended. */
+		if ((size_t)k < n)
+			assert_true(st.done);
+		total += k;
+		off += (size_t)k;
+	}
+	*done = st.done;
+	return total;
+}
+
+static void test_chunked_scan(void **state)
+{
+	static const struct {
+		const char *msg;        /* body, then what follows it */
+		long body;              /* bytes that are the body; -1: error */
+	} cases[] = {
+		{ "5\r\nhello\r\n0\r\n\r\nGET /next HTTP/1.1\r\n", 15 },
+		{ "0\r\n\r\n", 5 },
+		{ "A;ext=1\r\n0123456789\r\n0\r\nX-Trailer: t\r\n\r\nPIPELINED", 40 },
+		{ "3\nabc\n0\n\n", 9 },                   /* bare LF */
+		{ "fF\r\n", -2 },                            /* incomplete: all body */
+		{ "\r\n", -1 },                              /* no size */
+		{ "g\r\n", -1 },                             /* not hex */
+		{ "3\r\nabcX\r\n", -1 },                    /* data not followed by CRLF */
+		{ "1000000000000000\r\n", -1 },              /* 16 hex digits */
+		{ "3\r\nabc\r\n0\r\nbad\x01trailer\r\n\r\n", -1 },
+	};
+	size_t i, step;
+
+	(void)state;
+	for (i = 0; i < SG_ARRAY_LEN(cases); i++) {
+		size_t len = strlen(cases[i].msg);
+
+		for (step = 1; step <= len; step++) {
+			int done = 0;
+			long got = scan_split(cases[i].msg, len, step, &done);
+
+			if (cases[i].body == -1) {
+				assert_int_equal(got, SG_ERROR);
+			} else if (cases[i].body == -2) {
+				assert_int_equal(got, (long)len);
+				assert_false(done);
+			} else {
+				assert_int_equal(got, cases[i].body);
+				assert_true(done);
+			}
+		}
+	}
+}
+
+static void test_response_status(void **state)
+{
+	(void)state;
+	assert_int_equal(http1_response_status((const uint8_t *)"HTTP/1.1 200 OK\r\n", 17), 200);
+	assert_int_equal(http1_response_status((const uint8_t *)"HTTP/1.0 404", 12), 404);
+	assert_int_equal(http1_response_status((const uint8_t *)"HTTP/1.1 20", 11), SG_AGAIN);
+	assert_int_equal(http1_response_status((const uint8_t *)"HTTP/2.0 200", 12), SG_DECLINED);
+	assert_int_equal(http1_response_status((const uint8_t *)"HTTP/1.1 600", 12), SG_DECLINED);
+	assert_int_equal(http1_response_status((const uint8_t *)"\x16\x03\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00", 12),
+			 SG_DECLINED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -638,6 +717,8 @@ int main(void)
 		cmocka_unit_test(test_split_absolute),
 		cmocka_unit_test(test_header_is),
 		cmocka_unit_test(test_hop_by_hop),
+		cmocka_unit_test(test_chunked_scan),
+		cmocka_unit_test(test_response_status),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
