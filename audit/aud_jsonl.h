@@ -17,9 +17,10 @@
  *    type, or given twice, makes the line invalid), plus RFC 3339 time
  *    and shell-glob helpers. Still pure and allocation-free.
  *
- * 3. Filters and the line reader (aud_query.c): the --sandbox/--host/...
- *    options shared by query and report, and a block reader that hands
- *    a callback each line of a file.
+ * 3. Filters, the line reader and helpers (aud_query.c): the
+ *    --sandbox/--host/... options shared by query and report, a block
+ *    reader that hands a callback each line of a file, a counter map,
+ *    and text cleaning for terminals and HTML. These allocate.
  *
  * Return codes as in sg.h: 0 or a count on success, SG_DECLINED for "not
  * there", SG_ERROR for malformed input, SG_EINVAL for a bad argument.
@@ -148,7 +149,7 @@ int aud_glob(const char *pat, const char *s, size_t n, int icase);
 /* ---- 3. filters and the line reader (aud_query.c) ------------------------ */
 
 #define AUD_FILTER_MAX 16       /* values per option; repeats are ORed */
-#define AUD_LINE_MAX (64 * 1024)        /* longer lines are invalid */
+#define AUD_JSONL_LINE_MAX (64 * 1024)        /* longer lines are invalid */
 
 struct aud_filter {
 	const char *sandbox[AUD_FILTER_MAX];    /* borrowed from argv */
@@ -175,7 +176,7 @@ int aud_filter_match(const struct aud_filter *f, const struct aud_recv *r);
 /*
  * Called for each line, without its '\n' (nl says whether one followed:
  * a last line without one may be a torn write). line is NULL for a line
- * over AUD_LINE_MAX, which is skipped. A non-zero return stops reading
+ * over AUD_JSONL_LINE_MAX, which is skipped. A non-zero return stops reading
  * and is returned by aud_lines_read.
  */
 typedef int (*aud_line_fn)(void *ctx, const char *line, size_t len, int nl,
@@ -188,5 +189,44 @@ int aud_lines_read(const char *path, aud_line_fn fn, void *ctx, char *err, size_
 
 /* Microseconds since the epoch, now (CLOCK_REALTIME). */
 int64_t aud_now_us(void);
+
+/*
+ * Counts by key (--stats, the report's top lists). Entries stay in
+ * insertion order, so an entry's index is stable while the table grows;
+ * the hash only indexes them. Keys are byte strings (NUL allowed).
+ */
+struct aud_tally_ent {
+	char *key;              /* owned, NUL-terminated copy */
+	size_t n;
+	uint64_t count;
+	uint64_t aux[3];        /* caller's extra sums (bytes, would_deny ...) */
+	char *note;             /* owned or NULL: caller's extra text */
+};
+
+struct aud_tally {
+	struct aud_tally_ent *ents;     /* owned */
+	size_t len, cap;
+	uint32_t *slots;                /* owned: entry index + 1, 0 empty */
+	size_t nslots;
+};
+
+/* Add by to key's count (creating it): the entry index, or SG_ENOMEM. */
+long aud_tally_add(struct aud_tally *t, const char *key, size_t n, uint64_t by);
+/* Replace an entry's note with a copy of s: 0 or SG_ENOMEM. */
+int aud_tally_note(struct aud_tally_ent *e, const char *s, size_t n);
+/* Indexes sorted by count (high first), then key: malloc'd (*out owned
+ * by the caller), 0 or SG_ENOMEM. */
+int aud_tally_sorted(const struct aud_tally *t, size_t **out);
+void aud_tally_free(struct aud_tally *t);
+
+/*
+ * Printable text for a terminal cell or an HTML page: copies s into out
+ * (NUL-terminated), replacing control characters (C0, DEL, C1), bidi
+ * overrides and NUL with U+FFFD, so a host name or path from the log
+ * cannot move the cursor, recolour a terminal, or reorder what a reader
+ * sees. At most max_cols code points: a longer string ends in "…".
+ * Returns the code points written (the display width for Latin text).
+ */
+size_t aud_text_clean(const char *s, size_t n, size_t max_cols, char *out, size_t cap);
 
 #endif

@@ -29,6 +29,7 @@
 #include "sg.h"
 #include "sg_log.h"
 #include "audit/aud.h"
+#include "audit/aud_verify.h"
 #include "gateway/gw.h"
 #include "gateway/resolver.h"
 #include "gateway/serve.h"
@@ -241,10 +242,15 @@ static void reload(struct gw_daemon *d)
 	if (!same_str(cfg->listen_transparent, cur->listen_transparent) ||
 	    !same_str(cfg->listen_proxy, cur->listen_proxy) ||
 	    !same_str(cfg->audit_path, cur->audit_path) ||
+	    !same_str(cfg->audit_key, cur->audit_key) ||
+	    !same_str(cfg->audit_syslog, cur->audit_syslog) ||
+	    cfg->audit_rotate_size != cur->audit_rotate_size ||
+	    cfg->audit_rotate_keep != cur->audit_rotate_keep ||
 	    !same_str(cfg->resolver_servers, cur->resolver_servers) ||
 	    cfg->workers != cur->workers)
 		sg_warn("reload: listen addresses, workers, resolver servers and the audit "
-			"path keep their running values until a restart");
+			"settings (path, key, rotate, syslog) keep their running values "
+			"until a restart");
 	s = gw_snap_new(cfg, ++d->generation);
 	if (!s) {
 		pol_config_free(cfg);
@@ -444,6 +450,18 @@ int gw_serve(const char *config_path, int check_only)
 		pthread_mutex_destroy(&d.mu);
 		return 1;
 	}
+	if (check_only && cfg->audit_key) {
+		/* Load it to prove it is there and long enough; never print it. */
+		struct aud_key key;
+
+		if (aud_key_load(cfg->audit_key, &key, err, sizeof(err)) < 0) {
+			fprintf(stderr, "%s: %s\n", config_path, err);
+			pol_config_free(cfg);
+			pthread_mutex_destroy(&d.mu);
+			return 1;
+		}
+		aud_key_free(&key);
+	}
 	if (check_only) {
 		printf("%s: ok\n", config_path);
 		pol_config_free(cfg);
@@ -476,7 +494,16 @@ int gw_serve(const char *config_path, int check_only)
 	if (!d.workers)
 		goto out;
 	if (cfg->audit_path) {
-		d.audit = aud_open(cfg->audit_path, cfg->audit_fsync, err, sizeof(err));
+		struct aud_config ac = {
+			.path = cfg->audit_path,
+			.fsync_mode = cfg->audit_fsync,
+			.key_spec = cfg->audit_key,
+			.rotate_size = cfg->audit_rotate_size,
+			.rotate_keep = cfg->audit_rotate_keep,
+			.syslog = cfg->audit_syslog,
+		};
+
+		d.audit = aud_open(&ac, err, sizeof(err));
 		if (!d.audit) {
 			sg_err("%s", err);
 			goto out;
@@ -503,8 +530,10 @@ int gw_serve(const char *config_path, int check_only)
 		if (sig == SIGHUP) {
 			reload(&d);
 		} else if (sig == SIGUSR1) {
+			/* The writer thread reopens; a renamed file gets an
+			 * audit_rotate record at the top of the new one. */
 			aud_reopen(d.audit);
-			sg_info("audit file reopened");
+			sg_info("audit: reopening the file (SIGUSR1)");
 		} else if (sig == SIGTERM || sig == SIGINT) {
 			sg_info("draining (%s)", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 			break;

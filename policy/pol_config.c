@@ -1,12 +1,12 @@
 /*
  * pol_config.c - load sandgate.yaml (DESIGN.md "Configuration") into a
- * struct sg_config.
+ * struct sg_config, then compile it (pol_index.c).
  *
  * libyaml's document API gives the whole tree; we walk only the schema, so
  * nothing here recurses into shapes the schema does not have. Every error
  * names the file, the 1-based line and column of the offending node and
  * what is wrong with it, and the first error ends the load: a config is
- * used whole or not at all.
+ * used whole or not at all. Rules themselves are parsed in pol_rule.c.
  *
  * Fail closed: unknown keys are errors (a typo must not drop a deny rule),
  * and so are the keys of features this build does not implement, so that
@@ -22,47 +22,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <yaml.h>
 
 #include "sg.h"
 #include "sg_str.h"
-#include "pol.h"
+#include "policy/pol_int.h"
 #include "sg_poison.h"
 
 #define CFG_MAX_FILE    (16u << 20)
 /* Aliases can make a short file expand to a huge tree: cap what we walk. */
 #define CFG_MAX_NODES   2000000u
-/* Profile and sandbox names appear in rule ids and messages. */
-#define CFG_MAX_NAME    200
-#define CFG_WHERE_MAX   (CFG_MAX_NAME + 64)
 #define CFG_SUN_PATH    108     /* sizeof(((struct sockaddr_un *)0)->sun_path) */
 
-/* Every rule id seen so far, to refuse a name used twice. */
-struct cfg_ruleref {
-	const char *id;         /* borrowed from the rule */
-	int line;
-	int named;
-};
-
-struct cfg_ctx {
-	const char *path;       /* borrowed */
-	yaml_document_t *doc;   /* borrowed */
-	char *err;              /* borrowed */
-	size_t errsz;
-	struct sg_config *cfg;  /* borrowed: the one being built */
-	size_t visited;
-	struct cfg_ruleref *ids;        /* owned */
-	size_t n_ids, cap_ids;
-};
-
-/* A key a section accepts; refuse: the error for a feature not built yet. */
-struct cfg_key {
-	const char *name;
-	const char *refuse;
-};
-
 __attribute__((format(printf, 3, 4)))
-static int cfg_err(struct cfg_ctx *c, const yaml_node_t *n, const char *fmt, ...)
+int pol_cfg_err(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -77,28 +51,28 @@ static int cfg_err(struct cfg_ctx *c, const yaml_node_t *n, const char *fmt, ...
 	return SG_EINVAL;
 }
 
-static int cfg_nomem(struct cfg_ctx *c)
+int pol_cfg_nomem(struct pol_cfg_ctx *c)
 {
 	if (c->errsz)
 		snprintf(c->err, c->errsz, "%s: out of memory", c->path);
 	return SG_ENOMEM;
 }
 
-static void *cfg_calloc(struct cfg_ctx *c, size_t n, size_t size)
+void *pol_cfg_calloc(struct pol_cfg_ctx *c, size_t n, size_t size)
 {
 	void *p = calloc(n, size);
 
 	if (!p)
-		cfg_nomem(c);
+		pol_cfg_nomem(c);
 	return p;
 }
 
-static char *cfg_strdup(struct cfg_ctx *c, const char *s, size_t len)
+char *pol_cfg_strdup(struct pol_cfg_ctx *c, const char *s, size_t len)
 {
 	char *p = malloc(len + 1);
 
 	if (!p) {
-		cfg_nomem(c);
+		pol_cfg_nomem(c);
 		return NULL;
 	}
 	memcpy(p, s, len);
@@ -106,13 +80,13 @@ static char *cfg_strdup(struct cfg_ctx *c, const char *s, size_t len)
 	return p;
 }
 
-static yaml_node_t *cfg_node(struct cfg_ctx *c, int idx)
+yaml_node_t *pol_cfg_node(struct pol_cfg_ctx *c, int idx)
 {
 	return yaml_document_get_node(c->doc, idx);
 }
 
 /* " in WHERE", or nothing at the top level: for "KEY in WHERE: ..." */
-static const char *cfg_in(const char *where)
+const char *pol_cfg_in(const char *where)
 {
 	return *where ? " in " : "";
 }
@@ -141,18 +115,23 @@ static const char *cfg_kind(const yaml_node_t *n)
 }
 
 /* Count the children we are about to walk against CFG_MAX_NODES. */
-static int cfg_budget(struct cfg_ctx *c, const yaml_node_t *n, size_t count)
+static int cfg_budget(struct pol_cfg_ctx *c, const yaml_node_t *n, size_t count)
 {
 	c->visited += count;
 	if (c->visited > CFG_MAX_NODES)
-		return cfg_err(c, n, "configuration too large (over %u nodes once "
+		return pol_cfg_err(c, n, "configuration too large (over %u nodes once "
 			       "aliases are expanded)", CFG_MAX_NODES);
 	return 0;
 }
 
-static size_t cfg_seq_len(const yaml_node_t *n)
+size_t pol_cfg_seq_len(const yaml_node_t *n)
 {
 	return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+}
+
+yaml_node_t *pol_cfg_item(struct pol_cfg_ctx *c, const yaml_node_t *seq, size_t i)
+{
+	return pol_cfg_node(c, seq->data.sequence.items.start[i]);
 }
 
 static size_t cfg_map_len(const yaml_node_t *n)
@@ -160,63 +139,63 @@ static size_t cfg_map_len(const yaml_node_t *n)
 	return (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
 }
 
-static int cfg_expect_map(struct cfg_ctx *c, const yaml_node_t *n,
+int pol_cfg_expect_map(struct pol_cfg_ctx *c, const yaml_node_t *n,
 			  const char *key, const char *where)
 {
 	if (n->type == YAML_MAPPING_NODE)
 		return cfg_budget(c, n, cfg_map_len(n));
-	return cfg_err(c, n, "%s%s%s: expected a mapping, got %s", key,
-		       cfg_in(where), where, cfg_kind(n));
+	return pol_cfg_err(c, n, "%s%s%s: expected a mapping, got %s", key,
+		       pol_cfg_in(where), where, cfg_kind(n));
 }
 
-static int cfg_expect_seq(struct cfg_ctx *c, const yaml_node_t *n,
+int pol_cfg_expect_seq(struct pol_cfg_ctx *c, const yaml_node_t *n,
 			  const char *key, const char *where)
 {
 	if (n->type == YAML_SEQUENCE_NODE)
-		return cfg_budget(c, n, cfg_seq_len(n));
-	return cfg_err(c, n, "%s%s%s: expected a list, got %s", key,
-		       cfg_in(where), where, cfg_kind(n));
+		return cfg_budget(c, n, pol_cfg_seq_len(n));
+	return pol_cfg_err(c, n, "%s%s%s: expected a list, got %s", key,
+		       pol_cfg_in(where), where, cfg_kind(n));
 }
 
 /* A non-empty list. */
-static int cfg_expect_list(struct cfg_ctx *c, const yaml_node_t *n,
+int pol_cfg_expect_list(struct pol_cfg_ctx *c, const yaml_node_t *n,
 			   const char *key, const char *where)
 {
-	int rc = cfg_expect_seq(c, n, key, where);
+	int rc = pol_cfg_expect_seq(c, n, key, where);
 
-	if (rc == 0 && cfg_seq_len(n) == 0)
-		rc = cfg_err(c, n, "%s%s%s: the list is empty", key,
-			     cfg_in(where), where);
+	if (rc == 0 && pol_cfg_seq_len(n) == 0)
+		rc = pol_cfg_err(c, n, "%s%s%s: the list is empty", key,
+			     pol_cfg_in(where), where);
 	return rc;
 }
 
 /* A scalar that is not null, not empty and holds no NUL byte. */
-static int cfg_str(struct cfg_ctx *c, const yaml_node_t *n, const char *key,
+int pol_cfg_str(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *key,
 		   const char *where, const char **out)
 {
 	const char *s = (const char *)n->data.scalar.value;
 
 	if (n->type != YAML_SCALAR_NODE || cfg_is_null(n))
-		return cfg_err(c, n, "%s%s%s: expected a string, got %s", key,
-			       cfg_in(where), where, cfg_kind(n));
+		return pol_cfg_err(c, n, "%s%s%s: expected a string, got %s", key,
+			       pol_cfg_in(where), where, cfg_kind(n));
 	if (strlen(s) != n->data.scalar.length)
-		return cfg_err(c, n, "%s%s%s: NUL byte in string", key,
-			       cfg_in(where), where);
+		return pol_cfg_err(c, n, "%s%s%s: NUL byte in string", key,
+			       pol_cfg_in(where), where);
 	if (!*s)
-		return cfg_err(c, n, "%s%s%s: must not be empty", key,
-			       cfg_in(where), where);
+		return pol_cfg_err(c, n, "%s%s%s: must not be empty", key,
+			       pol_cfg_in(where), where);
 	*out = s;
 	return 0;
 }
 
 /* One of a fixed set of words; returns its index in *out. */
-static int cfg_enum(struct cfg_ctx *c, const yaml_node_t *n, const char *key,
+int pol_cfg_enum(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *key,
 		    const char *where, const char *const *words, size_t nwords,
 		    const char *expect, int *out)
 {
 	const char *s;
 	size_t i;
-	int rc = cfg_str(c, n, key, where, &s);
+	int rc = pol_cfg_str(c, n, key, where, &s);
 
 	if (rc)
 		return rc;
@@ -225,15 +204,15 @@ static int cfg_enum(struct cfg_ctx *c, const yaml_node_t *n, const char *key,
 			*out = (int)i;
 			return 0;
 		}
-	return cfg_err(c, n, "%s%s%s: expected %s, got \"%s\"", key,
-		       cfg_in(where), where, expect, s);
+	return pol_cfg_err(c, n, "%s%s%s: expected %s, got \"%s\"", key,
+		       pol_cfg_in(where), where, expect, s);
 }
 
-static int cfg_int(struct cfg_ctx *c, const yaml_node_t *n, const char *key,
+static int cfg_int(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *key,
 		   const char *where, long long min, long long max, long long *out)
 {
 	const char *s, *p;
-	int rc = cfg_str(c, n, key, where, &s);
+	int rc = pol_cfg_str(c, n, key, where, &s);
 
 	if (rc)
 		return rc;
@@ -241,8 +220,8 @@ static int cfg_int(struct cfg_ctx *c, const yaml_node_t *n, const char *key,
 	for (p = s; *p >= '0' && *p <= '9'; p++)
 		;
 	if (*p || p - s > 18 || sg_int_parse(s, min, max, out))
-		return cfg_err(c, n, "%s%s%s: expected an integer in %lld..%lld, "
-			       "got \"%s\"", key, cfg_in(where), where, min, max, s);
+		return pol_cfg_err(c, n, "%s%s%s: expected an integer in %lld..%lld, "
+			       "got \"%s\"", key, pol_cfg_in(where), where, min, max, s);
 	return 0;
 }
 
@@ -250,12 +229,12 @@ static int cfg_int(struct cfg_ctx *c, const yaml_node_t *n, const char *key,
  * "10s", "250ms", "1.5m", "1h" or plain seconds. The shape is checked here
  * first: strtod underneath would take "nan", "inf" and hex floats too.
  */
-static int cfg_duration(struct cfg_ctx *c, const yaml_node_t *n, const char *key,
+static int cfg_duration(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *key,
 			const char *where, int64_t min_ms, int64_t *out)
 {
 	const char *s, *p;
 	int64_t ms;
-	int rc = cfg_str(c, n, key, where, &s);
+	int rc = pol_cfg_str(c, n, key, where, &s);
 
 	if (rc)
 		return rc;
@@ -268,12 +247,12 @@ static int cfg_duration(struct cfg_ctx *c, const yaml_node_t *n, const char *key
 	if (p == s || (*p && strcmp(p, "ms") && strcmp(p, "s") &&
 		       strcmp(p, "m") && strcmp(p, "h")) ||
 	    sg_duration_parse(s, &ms))
-		return cfg_err(c, n, "%s%s%s: invalid duration \"%s\" "
-			       "(e.g. 10s, 250ms, 5m, 1h)", key, cfg_in(where),
+		return pol_cfg_err(c, n, "%s%s%s: invalid duration \"%s\" "
+			       "(e.g. 10s, 250ms, 5m, 1h)", key, pol_cfg_in(where),
 			       where, s);
 	if (ms < min_ms)
-		return cfg_err(c, n, "%s%s%s: must be at least %lldms", key,
-			       cfg_in(where), where, (long long)min_ms);
+		return pol_cfg_err(c, n, "%s%s%s: must be at least %lldms", key,
+			       pol_cfg_in(where), where, (long long)min_ms);
 	*out = ms;
 	return 0;
 }
@@ -282,30 +261,30 @@ static int cfg_duration(struct cfg_ctx *c, const yaml_node_t *n, const char *key
  * Check a mapping's keys: all strings, none twice. Done for every mapping,
  * including those whose keys are names (profiles, sandboxes, hosts).
  */
-static int cfg_map_keys(struct cfg_ctx *c, const yaml_node_t *map, const char *where)
+static int cfg_map_keys(struct pol_cfg_ctx *c, const yaml_node_t *map, const char *where)
 {
 	yaml_node_pair_t *p, *q;
 	const char *s;
 	int rc;
 
 	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = cfg_node(c, p->key);
+		yaml_node_t *k = pol_cfg_node(c, p->key);
 
 		if (k->type != YAML_SCALAR_NODE)
-			return cfg_err(c, k, "mapping keys must be strings%s%s",
-				       cfg_in(where), where);
-		rc = cfg_str(c, k, "key", where, &s);
+			return pol_cfg_err(c, k, "mapping keys must be strings%s%s",
+				       pol_cfg_in(where), where);
+		rc = pol_cfg_str(c, k, "key", where, &s);
 		if (rc)
 			return rc;
 		for (q = map->data.mapping.pairs.start; q < p; q++) {
-			yaml_node_t *k2 = cfg_node(c, q->key);
+			yaml_node_t *k2 = pol_cfg_node(c, q->key);
 
 			if (k2->data.scalar.length == k->data.scalar.length &&
 			    !memcmp(k2->data.scalar.value, k->data.scalar.value,
 				    k->data.scalar.length))
-				return cfg_err(c, k, "duplicate key \"%s\"%s%s "
+				return pol_cfg_err(c, k, "duplicate key \"%s\"%s%s "
 					       "(first at line %zu)", s,
-					       cfg_in(where), where,
+					       pol_cfg_in(where), where,
 					       (size_t)k2->start_mark.line + 1);
 		}
 	}
@@ -316,8 +295,8 @@ static int cfg_map_keys(struct cfg_ctx *c, const yaml_node_t *map, const char *w
  * Check a schema mapping against its key table and hand back each value
  * node in vals[] (same index as keys[]; NULL when absent).
  */
-static int cfg_keys(struct cfg_ctx *c, const yaml_node_t *map, const char *where,
-		    const struct cfg_key *keys, size_t nkeys, yaml_node_t **vals)
+int pol_cfg_keys(struct pol_cfg_ctx *c, const yaml_node_t *map, const char *where,
+		    const struct pol_cfg_key *keys, size_t nkeys, yaml_node_t **vals)
 {
 	yaml_node_pair_t *p;
 	size_t i;
@@ -328,7 +307,7 @@ static int cfg_keys(struct cfg_ctx *c, const yaml_node_t *map, const char *where
 	for (i = 0; i < nkeys; i++)
 		vals[i] = NULL;
 	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = cfg_node(c, p->key);
+		yaml_node_t *k = pol_cfg_node(c, p->key);
 		const char *s = (const char *)k->data.scalar.value;
 
 		for (i = 0; i < nkeys; i++)
@@ -336,343 +315,12 @@ static int cfg_keys(struct cfg_ctx *c, const yaml_node_t *map, const char *where
 				break;
 		if (i == nkeys) {
 			if (*where)
-				return cfg_err(c, k, "unknown key \"%s\" in %s", s, where);
-			return cfg_err(c, k, "unknown top-level key \"%s\"", s);
+				return pol_cfg_err(c, k, "unknown key \"%s\" in %s", s, where);
+			return pol_cfg_err(c, k, "unknown top-level key \"%s\"", s);
 		}
 		if (keys[i].refuse)
-			return cfg_err(c, k, "%s", keys[i].refuse);
-		vals[i] = cfg_node(c, p->value);
-	}
-	return 0;
-}
-
-/* ---- rules ---------------------------------------------------------- */
-
-static int cfg_domain(struct cfg_ctx *c, const yaml_node_t *n, const char *where,
-		      struct pol_domain *d)
-{
-	char buf[SG_HOST_MAX + 1];
-	const char *s, *rest;
-	int len, rc = cfg_str(c, n, "domains", where, &s);
-
-	if (rc)
-		return rc;
-	if (!strncmp(s, "**.", 3)) {
-		d->kind = POL_DOM_MANY;
-		rest = s + 3;
-	} else if (!strncmp(s, "*.", 2)) {
-		d->kind = POL_DOM_ONE;
-		rest = s + 2;
-	} else {
-		d->kind = POL_DOM_EXACT;
-		rest = s;
-	}
-	/* A wildcard is a whole leading label; the suffix is a host name. */
-	if (strchr(rest, '*') ||
-	    (len = sg_host_normalize(rest, strlen(rest), buf)) < 0)
-		return cfg_err(c, n, "invalid domain pattern \"%s\" in %s "
-			       "(expected example.com, *.example.com or "
-			       "**.example.com)", s, where);
-	d->suffix = cfg_strdup(c, buf, (size_t)len);
-	if (!d->suffix)
-		return SG_ENOMEM;
-	d->suffix_len = (size_t)len;
-	return 0;
-}
-
-static void cfg_mask(struct sg_addr *a, int plen)
-{
-	uint8_t *b = a->family == AF_INET ? (uint8_t *)&a->u.v4 : a->u.v6.s6_addr;
-	int i, n = a->family == AF_INET ? 4 : 16;
-
-	for (i = 0; i < n; i++) {
-		int bits = plen - 8 * i;
-
-		if (bits <= 0)
-			b[i] = 0;
-		else if (bits < 8)
-			b[i] &= (uint8_t)(0xff << (8 - bits));
-	}
-}
-
-/*
- * "10.0.0.0/8", "fd00::/8", or a bare address (/32, /128). Strict like Go's
- * netip.ParsePrefix: host bits set is an error, not silently masked, since
- * "10.1.2.3/8" usually means the author meant something narrower. A
- * v4-mapped network (::ffff:a.b.c.d/96+) is folded to IPv4.
- */
-static int cfg_cidr(struct cfg_ctx *c, const yaml_node_t *n, const char *key,
-		    const char *where, struct pol_cidr *out)
-{
-	char buf[INET6_ADDRSTRLEN];
-	struct sg_addr a, m;
-	const char *s, *slash, *p;
-	size_t alen;
-	int max, plen, rc = cfg_str(c, n, key, where, &s);
-
-	if (rc)
-		return rc;
-	slash = strchr(s, '/');
-	alen = slash ? (size_t)(slash - s) : strlen(s);
-	if (alen == 0 || alen >= sizeof(buf))
-		goto bad;
-	memcpy(buf, s, alen);
-	buf[alen] = '\0';
-	memset(&a, 0, sizeof(a));
-	if (inet_pton(AF_INET, buf, &a.u.v4) == 1) {
-		a.family = AF_INET;
-		max = 32;
-	} else if (inet_pton(AF_INET6, buf, &a.u.v6) == 1) {
-		a.family = AF_INET6;
-		max = 128;
-	} else {
-		goto bad;
-	}
-	plen = max;
-	if (slash) {
-		p = slash + 1;
-		/* 1-3 digits, no sign, no leading zero */
-		if (!*p || strlen(p) > 3 || (p[0] == '0' && p[1]))
-			goto bad;
-		for (plen = 0; *p; p++) {
-			if (*p < '0' || *p > '9')
-				goto bad;
-			plen = plen * 10 + (*p - '0');
-		}
-		if (plen > max)
-			goto bad;
-	}
-	if (a.family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&a.u.v6) && plen >= 96) {
-		struct in_addr v4;
-
-		memcpy(&v4, &a.u.v6.s6_addr[12], 4);
-		a.family = AF_INET;
-		a.u.v4 = v4;
-		plen -= 96;
-	}
-	m = a;
-	cfg_mask(&m, plen);
-	if (!sg_addr_eq(&a, &m))
-		return cfg_err(c, n, "%s%s%s: host bits set in %s", key,
-			       cfg_in(where), where, s);
-	out->addr = m;
-	out->plen = plen;
-	return 0;
-bad:
-	return cfg_err(c, n, "%s%s%s: invalid CIDR \"%s\" (expected 10.0.0.0/8, "
-		       "fd00::/8 or an address)", key, cfg_in(where), where, s);
-}
-
-/* 1..65535 in decimal, no sign, no leading zero. */
-static int cfg_port_num(const char *s, size_t len, uint16_t *out)
-{
-	unsigned v = 0;
-	size_t i;
-
-	if (len == 0 || len > 5 || s[0] == '0')
-		return SG_EINVAL;
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return SG_EINVAL;
-		v = v * 10 + (unsigned)(s[i] - '0');
-	}
-	if (v > 65535)
-		return SG_EINVAL;
-	*out = (uint16_t)v;
-	return 0;
-}
-
-static int cfg_port(struct cfg_ctx *c, const yaml_node_t *n, const char *where,
-		    struct pol_port_range *out)
-{
-	const char *s, *dash;
-	int rc = cfg_str(c, n, "ports", where, &s);
-
-	if (rc)
-		return rc;
-	dash = strchr(s, '-');
-	if (!dash) {
-		if (cfg_port_num(s, strlen(s), &out->lo))
-			goto bad;
-		out->hi = out->lo;
-		return 0;
-	}
-	if (cfg_port_num(s, (size_t)(dash - s), &out->lo) ||
-	    cfg_port_num(dash + 1, strlen(dash + 1), &out->hi))
-		goto bad;
-	if (out->lo > out->hi)
-		return cfg_err(c, n, "invalid port range \"%s\" in %s: the low end "
-			       "is above the high end", s, where);
-	return 0;
-bad:
-	return cfg_err(c, n, "invalid port \"%s\" in %s (expected 1..65535 or "
-		       "LOW-HIGH)", s, where);
-}
-
-/* Record a rule's id; a name may not repeat any other rule's id. */
-static int cfg_rule_register(struct cfg_ctx *c, const struct pol_rule *r,
-			     const yaml_node_t *at, int named)
-{
-	size_t i;
-
-	for (i = 0; i < c->n_ids; i++) {
-		const struct cfg_ruleref *o = &c->ids[i];
-
-		if ((!named && !o->named) || strcmp(o->id, r->id))
-			continue;
-		if (named && o->named)
-			return cfg_err(c, at, "duplicate rule name \"%s\" (first at "
-				       "line %d)", r->id, o->line);
-		return cfg_err(c, at, "rule id \"%s\" is used twice (also at line "
-			       "%d)", r->id, o->line);
-	}
-	if (c->n_ids == c->cap_ids) {
-		size_t cap = c->cap_ids ? 2 * c->cap_ids : 64;
-		struct cfg_ruleref *ids = realloc(c->ids, cap * sizeof(*ids));
-
-		if (!ids)
-			return cfg_nomem(c);
-		c->ids = ids;
-		c->cap_ids = cap;
-	}
-	c->ids[c->n_ids].id = r->id;
-	c->ids[c->n_ids].line = r->line;
-	c->ids[c->n_ids].named = named;
-	c->n_ids++;
-	return 0;
-}
-
-enum { RK_NAME, RK_DOMAINS, RK_CIDRS, RK_PORTS, RK_TLS, RK_N };
-
-static const struct cfg_key rule_keys[] = {
-	[RK_NAME] = { "name", NULL },
-	[RK_DOMAINS] = { "domains", NULL },
-	[RK_CIDRS] = { "cidrs", NULL },
-	[RK_PORTS] = { "ports", NULL },
-	[RK_TLS] = { "tls", NULL },
-	{ "http", "http: not supported by this build yet" },
-	{ "secrets", "secrets: not supported by this build yet" },
-	{ "regex", "regex: not supported by this build yet" },
-	{ "countries", "countries: not supported by this build yet" },
-	{ "asns", "asns: not supported by this build yet" },
-};
-
-/* One rule; where is its path id ("floor/deny/0"). */
-static int cfg_rule(struct cfg_ctx *c, const yaml_node_t *n, const char *where,
-		    struct pol_rule *r)
-{
-	yaml_node_t *v[SG_ARRAY_LEN(rule_keys)];
-	const char *name = NULL;
-	size_t i, cnt;
-	int rc, mode = 0;
-
-	r->line = (int)n->start_mark.line + 1;
-	rc = cfg_expect_map(c, n, where, "");
-	if (rc)
-		return rc;
-	rc = cfg_keys(c, n, where, rule_keys, SG_ARRAY_LEN(rule_keys), v);
-	if (rc)
-		return rc;
-
-	if (v[RK_NAME]) {
-		rc = cfg_str(c, v[RK_NAME], "name", where, &name);
-		if (rc)
-			return rc;
-	}
-	r->id = name ? cfg_strdup(c, name, strlen(name))
-		     : cfg_strdup(c, where, strlen(where));
-	if (!r->id)
-		return SG_ENOMEM;
-
-	if (v[RK_DOMAINS]) {
-		rc = cfg_expect_list(c, v[RK_DOMAINS], "domains", where);
-		if (rc)
-			return rc;
-		cnt = cfg_seq_len(v[RK_DOMAINS]);
-		r->domains = cfg_calloc(c, cnt, sizeof(*r->domains));
-		if (!r->domains)
-			return SG_ENOMEM;
-		r->n_domains = cnt;
-		for (i = 0; i < cnt; i++) {
-			rc = cfg_domain(c, cfg_node(c, v[RK_DOMAINS]->data.sequence.items.start[i]),
-					where, &r->domains[i]);
-			if (rc)
-				return rc;
-		}
-	}
-	if (v[RK_CIDRS]) {
-		rc = cfg_expect_list(c, v[RK_CIDRS], "cidrs", where);
-		if (rc)
-			return rc;
-		cnt = cfg_seq_len(v[RK_CIDRS]);
-		r->cidrs = cfg_calloc(c, cnt, sizeof(*r->cidrs));
-		if (!r->cidrs)
-			return SG_ENOMEM;
-		r->n_cidrs = cnt;
-		for (i = 0; i < cnt; i++) {
-			rc = cfg_cidr(c, cfg_node(c, v[RK_CIDRS]->data.sequence.items.start[i]),
-				      "cidrs", where, &r->cidrs[i]);
-			if (rc)
-				return rc;
-		}
-	}
-	if (v[RK_PORTS]) {
-		rc = cfg_expect_list(c, v[RK_PORTS], "ports", where);
-		if (rc)
-			return rc;
-		cnt = cfg_seq_len(v[RK_PORTS]);
-		r->ports = cfg_calloc(c, cnt, sizeof(*r->ports));
-		if (!r->ports)
-			return SG_ENOMEM;
-		r->n_ports = cnt;
-		for (i = 0; i < cnt; i++) {
-			rc = cfg_port(c, cfg_node(c, v[RK_PORTS]->data.sequence.items.start[i]),
-				      where, &r->ports[i]);
-			if (rc)
-				return rc;
-		}
-	}
-	r->tls = POL_TLS_PASSTHROUGH;
-	if (v[RK_TLS]) {
-		static const char *const modes[] = { "passthrough", "inspect" };
-
-		rc = cfg_enum(c, v[RK_TLS], "tls", where, modes, SG_ARRAY_LEN(modes),
-			      "passthrough or inspect", &mode);
-		if (rc)
-			return rc;
-		if (mode == 1)
-			return cfg_err(c, v[RK_TLS], "tls: inspect is not supported "
-				       "by this build yet");
-	}
-	if (!r->n_domains && !r->n_cidrs)
-		return cfg_err(c, n, "rule matches nothing: give domains or cidrs "
-			       "(in %s)", where);
-	return cfg_rule_register(c, r, name ? v[RK_NAME] : n, name != NULL);
-}
-
-/* A list of rules; prefix is the path of the list ("profiles/web/allow"). */
-static int cfg_rules(struct cfg_ctx *c, const yaml_node_t *n, const char *key,
-		     const char *where, const char *prefix, struct pol_ruleset *rs)
-{
-	char path[CFG_WHERE_MAX + 32];
-	size_t i, cnt;
-	int rc = cfg_expect_seq(c, n, key, where);
-
-	if (rc)
-		return rc;
-	cnt = cfg_seq_len(n);
-	if (cnt == 0)
-		return 0;
-	rs->rules = cfg_calloc(c, cnt, sizeof(*rs->rules));
-	if (!rs->rules)
-		return SG_ENOMEM;
-	rs->n = cnt;
-	for (i = 0; i < cnt; i++) {
-		snprintf(path, sizeof(path), "%s/%zu", prefix, i);
-		rc = cfg_rule(c, cfg_node(c, n->data.sequence.items.start[i]), path,
-			      &rs->rules[i]);
-		if (rc)
-			return rc;
+			return pol_cfg_err(c, k, "%s", keys[i].refuse);
+		vals[i] = pol_cfg_node(c, p->value);
 	}
 	return 0;
 }
@@ -684,21 +332,21 @@ static int cfg_rules(struct cfg_ctx *c, const yaml_node_t *n, const char *key,
  * admin listener "unix:/absolute/path". Stored as written; the gateway
  * parses it again when it binds.
  */
-static int cfg_listen(struct cfg_ctx *c, const yaml_node_t *n, const char *key,
+static int cfg_listen(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *key,
 		      int unix_ok, char **out)
 {
 	char tmp[INET6_ADDRSTRLEN + 16], host[INET6_ADDRSTRLEN + 2];
 	struct sg_addr a;
 	const char *s;
 	size_t len;
-	int port, rc = cfg_str(c, n, key, "gateway.listen", &s);
+	int port, rc = pol_cfg_str(c, n, key, "gateway.listen", &s);
 
 	if (rc)
 		return rc;
 	len = strlen(s);
 	if (unix_ok && !strncmp(s, "unix:", 5)) {
 		if (s[5] != '/' || len - 5 >= CFG_SUN_PATH)
-			return cfg_err(c, n, "%s in gateway.listen: \"%s\": a unix "
+			return pol_cfg_err(c, n, "%s in gateway.listen: \"%s\": a unix "
 				       "socket needs an absolute path under %d "
 				       "bytes", key, s, CFG_SUN_PATH);
 	} else {
@@ -713,32 +361,32 @@ static int cfg_listen(struct cfg_ctx *c, const yaml_node_t *n, const char *key,
 		    (tmp[0] == '[') != (strchr(host, ':') != NULL))
 			goto bad;
 	}
-	*out = cfg_strdup(c, s, len);
+	*out = pol_cfg_strdup(c, s, len);
 	return *out ? 0 : SG_ENOMEM;
 bad:
-	return cfg_err(c, n, "%s in gateway.listen: invalid address \"%s\" "
+	return pol_cfg_err(c, n, "%s in gateway.listen: invalid address \"%s\" "
 		       "(expected IP:PORT or [IPv6]:PORT%s)", key, s,
 		       unix_ok ? " or unix:/path" : "");
 }
 
 enum { LK_TRANSPARENT, LK_PROXY, LK_DNS, LK_ADMIN, LK_N };
 
-static const struct cfg_key listen_keys[] = {
+static const struct pol_cfg_key listen_keys[] = {
 	[LK_TRANSPARENT] = { "transparent", NULL },
 	[LK_PROXY] = { "proxy", NULL },
 	[LK_DNS] = { "dns", NULL },
 	[LK_ADMIN] = { "admin", NULL },
 };
 
-static int cfg_gateway_listen(struct cfg_ctx *c, const yaml_node_t *n)
+static int cfg_gateway_listen(struct pol_cfg_ctx *c, const yaml_node_t *n)
 {
 	struct sg_config *cfg = c->cfg;
 	yaml_node_t *v[LK_N];
 	int rc;
 
-	rc = cfg_expect_map(c, n, "listen", "gateway");
+	rc = pol_cfg_expect_map(c, n, "listen", "gateway");
 	if (!rc)
-		rc = cfg_keys(c, n, "gateway.listen", listen_keys, LK_N, v);
+		rc = pol_cfg_keys(c, n, "gateway.listen", listen_keys, LK_N, v);
 	if (!rc && v[LK_TRANSPARENT])
 		rc = cfg_listen(c, v[LK_TRANSPARENT], "transparent", 0,
 				&cfg->listen_transparent);
@@ -755,7 +403,7 @@ static int cfg_gateway_listen(struct cfg_ctx *c, const yaml_node_t *n)
  * "system", or a list of "IP", "IP:PORT", "[IPv6]:PORT" (port 53 when not
  * given), stored in c-ares' ares_set_servers_ports_csv() form.
  */
-static int cfg_resolver_servers(struct cfg_ctx *c, const yaml_node_t *n)
+static int cfg_resolver_servers(struct pol_cfg_ctx *c, const yaml_node_t *n)
 {
 	const char *where = "gateway.resolver";
 	char host[INET6_ADDRSTRLEN + 2], ip[INET6_ADDRSTRLEN];
@@ -766,28 +414,28 @@ static int cfg_resolver_servers(struct cfg_ctx *c, const yaml_node_t *n)
 	int port, rc;
 
 	if (n->type == YAML_SCALAR_NODE) {
-		rc = cfg_str(c, n, "servers", where, &s);
+		rc = pol_cfg_str(c, n, "servers", where, &s);
 		if (rc)
 			return rc;
 		if (strcmp(s, "system"))
-			return cfg_err(c, n, "servers in %s: expected \"system\" or "
+			return pol_cfg_err(c, n, "servers in %s: expected \"system\" or "
 				       "a list of addresses, got \"%s\"", where, s);
 		return 0;
 	}
-	rc = cfg_expect_list(c, n, "servers", where);
+	rc = pol_cfg_expect_list(c, n, "servers", where);
 	if (rc)
 		return rc;
-	cnt = cfg_seq_len(n);
+	cnt = pol_cfg_seq_len(n);
 	/* "[v6]:65535," per entry at most */
 	cap = cnt * (INET6_ADDRSTRLEN + 10) + 1;
-	csv = cfg_calloc(c, cap, 1);
+	csv = pol_cfg_calloc(c, cap, 1);
 	if (!csv)
 		return SG_ENOMEM;
 	c->cfg->resolver_servers = csv;
 	for (i = 0; i < cnt; i++) {
-		yaml_node_t *it = cfg_node(c, n->data.sequence.items.start[i]);
+		yaml_node_t *it = pol_cfg_node(c, n->data.sequence.items.start[i]);
 
-		rc = cfg_str(c, it, "servers", where, &s);
+		rc = pol_cfg_str(c, it, "servers", where, &s);
 		if (rc)
 			return rc;
 		if (sg_addr_parse(s, strlen(s), &a) == 0) {
@@ -795,7 +443,7 @@ static int cfg_resolver_servers(struct cfg_ctx *c, const yaml_node_t *n)
 		} else if (sg_hostport_split(s, strlen(s), host, sizeof(host), 53, &port) ||
 			   sg_addr_parse(host, strlen(host), &a) ||
 			   (s[0] == '[') != (strchr(host, ':') != NULL)) {
-			return cfg_err(c, it, "servers in %s: invalid address \"%s\" "
+			return pol_cfg_err(c, it, "servers in %s: invalid address \"%s\" "
 				       "(expected IP or IP:PORT)", where, s);
 		}
 		sg_addr_str(&a, ip, sizeof(ip));
@@ -806,7 +454,7 @@ static int cfg_resolver_servers(struct cfg_ctx *c, const yaml_node_t *n)
 	return 0;
 }
 
-static int cfg_resolver_hosts(struct cfg_ctx *c, const yaml_node_t *n)
+static int cfg_resolver_hosts(struct pol_cfg_ctx *c, const yaml_node_t *n)
 {
 	const char *where = "gateway.resolver.hosts";
 	struct sg_config *cfg = c->cfg;
@@ -815,7 +463,7 @@ static int cfg_resolver_hosts(struct cfg_ctx *c, const yaml_node_t *n)
 	const char *s;
 	int len, rc;
 
-	rc = cfg_expect_map(c, n, "hosts", "gateway.resolver");
+	rc = pol_cfg_expect_map(c, n, "hosts", "gateway.resolver");
 	if (!rc)
 		rc = cfg_map_keys(c, n, where);
 	if (rc)
@@ -823,41 +471,41 @@ static int cfg_resolver_hosts(struct cfg_ctx *c, const yaml_node_t *n)
 	cnt = cfg_map_len(n);
 	if (cnt == 0)
 		return 0;
-	cfg->hosts = cfg_calloc(c, cnt, sizeof(*cfg->hosts));
+	cfg->hosts = pol_cfg_calloc(c, cnt, sizeof(*cfg->hosts));
 	if (!cfg->hosts)
 		return SG_ENOMEM;
 	cfg->n_hosts = cnt;
 	for (i = 0; i < cnt; i++) {
 		yaml_node_pair_t *p = &n->data.mapping.pairs.start[i];
-		yaml_node_t *k = cfg_node(c, p->key), *v = cfg_node(c, p->value);
+		yaml_node_t *k = pol_cfg_node(c, p->key), *v = pol_cfg_node(c, p->value);
 		struct pol_static_host *h = &cfg->hosts[i];
 
 		s = (const char *)k->data.scalar.value;
 		len = sg_host_normalize(s, strlen(s), buf);
 		if (len < 0)
-			return cfg_err(c, k, "invalid host name \"%s\" in %s", s, where);
+			return pol_cfg_err(c, k, "invalid host name \"%s\" in %s", s, where);
 		for (j = 0; j < i; j++)
 			if (!strcmp(cfg->hosts[j].name, buf))
-				return cfg_err(c, k, "host \"%s\" is listed twice in %s",
+				return pol_cfg_err(c, k, "host \"%s\" is listed twice in %s",
 					       s, where);
-		h->name = cfg_strdup(c, buf, (size_t)len);
+		h->name = pol_cfg_strdup(c, buf, (size_t)len);
 		if (!h->name)
 			return SG_ENOMEM;
-		rc = cfg_expect_list(c, v, h->name, where);
+		rc = pol_cfg_expect_list(c, v, h->name, where);
 		if (rc)
 			return rc;
-		h->addrs = cfg_calloc(c, cfg_seq_len(v), sizeof(*h->addrs));
+		h->addrs = pol_cfg_calloc(c, pol_cfg_seq_len(v), sizeof(*h->addrs));
 		if (!h->addrs)
 			return SG_ENOMEM;
-		h->n_addrs = cfg_seq_len(v);
+		h->n_addrs = pol_cfg_seq_len(v);
 		for (j = 0; j < h->n_addrs; j++) {
-			yaml_node_t *it = cfg_node(c, v->data.sequence.items.start[j]);
+			yaml_node_t *it = pol_cfg_node(c, v->data.sequence.items.start[j]);
 
-			rc = cfg_str(c, it, h->name, where, &s);
+			rc = pol_cfg_str(c, it, h->name, where, &s);
 			if (rc)
 				return rc;
 			if (sg_addr_parse(s, strlen(s), &h->addrs[j]))
-				return cfg_err(c, it, "%s in %s: invalid address \"%s\"",
+				return pol_cfg_err(c, it, "%s in %s: invalid address \"%s\"",
 					       h->name, where, s);
 		}
 	}
@@ -867,7 +515,7 @@ static int cfg_resolver_hosts(struct cfg_ctx *c, const yaml_node_t *n)
 enum { RSK_SERVERS, RSK_HOSTS, RSK_TIMEOUT, RSK_MIN_TTL, RSK_MAX_TTL,
        RSK_NEG_TTL, RSK_N };
 
-static const struct cfg_key resolver_keys[] = {
+static const struct pol_cfg_key resolver_keys[] = {
 	[RSK_SERVERS] = { "servers", NULL },
 	[RSK_HOSTS] = { "hosts", NULL },
 	[RSK_TIMEOUT] = { "timeout", NULL },
@@ -876,16 +524,16 @@ static const struct cfg_key resolver_keys[] = {
 	[RSK_NEG_TTL] = { "negative_ttl", NULL },
 };
 
-static int cfg_gateway_resolver(struct cfg_ctx *c, const yaml_node_t *n)
+static int cfg_gateway_resolver(struct pol_cfg_ctx *c, const yaml_node_t *n)
 {
 	const char *where = "gateway.resolver";
 	struct sg_config *cfg = c->cfg;
 	yaml_node_t *v[RSK_N];
 	int rc;
 
-	rc = cfg_expect_map(c, n, "resolver", "gateway");
+	rc = pol_cfg_expect_map(c, n, "resolver", "gateway");
 	if (!rc)
-		rc = cfg_keys(c, n, where, resolver_keys, RSK_N, v);
+		rc = pol_cfg_keys(c, n, where, resolver_keys, RSK_N, v);
 	if (!rc && v[RSK_SERVERS])
 		rc = cfg_resolver_servers(c, v[RSK_SERVERS]);
 	if (!rc && v[RSK_HOSTS])
@@ -905,7 +553,7 @@ static int cfg_gateway_resolver(struct cfg_ctx *c, const yaml_node_t *n)
 	if (rc)
 		return rc;
 	if (cfg->resolver_min_ttl_ms > cfg->resolver_max_ttl_ms)
-		return cfg_err(c, v[RSK_MAX_TTL] ? v[RSK_MAX_TTL] : v[RSK_MIN_TTL],
+		return pol_cfg_err(c, v[RSK_MAX_TTL] ? v[RSK_MAX_TTL] : v[RSK_MIN_TTL],
 			       "min_ttl (%lldms) is above max_ttl (%lldms) in %s",
 			       (long long)cfg->resolver_min_ttl_ms,
 			       (long long)cfg->resolver_max_ttl_ms, where);
@@ -915,7 +563,7 @@ static int cfg_gateway_resolver(struct cfg_ctx *c, const yaml_node_t *n)
 enum { LMK_MAX_CONN, LMK_CONNECT, LMK_IDLE, LMK_HANDSHAKE, LMK_DRAIN,
        LMK_HEADER, LMK_N };
 
-static const struct cfg_key limits_keys[] = {
+static const struct pol_cfg_key limits_keys[] = {
 	[LMK_MAX_CONN] = { "max_connections", NULL },
 	[LMK_CONNECT] = { "connect_timeout", NULL },
 	[LMK_IDLE] = { "idle_timeout", NULL },
@@ -924,16 +572,16 @@ static const struct cfg_key limits_keys[] = {
 	[LMK_HEADER] = { "max_header_bytes", NULL },
 };
 
-static int cfg_gateway_limits(struct cfg_ctx *c, const yaml_node_t *n)
+static int cfg_gateway_limits(struct pol_cfg_ctx *c, const yaml_node_t *n)
 {
 	const char *where = "gateway.limits";
 	struct sg_config *cfg = c->cfg;
 	yaml_node_t *v[LMK_N];
 	int rc;
 
-	rc = cfg_expect_map(c, n, "limits", "gateway");
+	rc = pol_cfg_expect_map(c, n, "limits", "gateway");
 	if (!rc)
-		rc = cfg_keys(c, n, where, limits_keys, LMK_N, v);
+		rc = pol_cfg_keys(c, n, where, limits_keys, LMK_N, v);
 	if (!rc && v[LMK_MAX_CONN])
 		rc = cfg_int(c, v[LMK_MAX_CONN], "max_connections", where, 1,
 			     10000000, &cfg->max_connections);
@@ -958,7 +606,7 @@ static int cfg_gateway_limits(struct cfg_ctx *c, const yaml_node_t *n)
 
 enum { GK_LISTEN, GK_WORKERS, GK_LOG_LEVEL, GK_RESOLVER, GK_LIMITS, GK_N };
 
-static const struct cfg_key gateway_keys[] = {
+static const struct pol_cfg_key gateway_keys[] = {
 	[GK_LISTEN] = { "listen", NULL },
 	[GK_WORKERS] = { "workers", NULL },
 	[GK_LOG_LEVEL] = { "log_level", NULL },
@@ -967,7 +615,7 @@ static const struct cfg_key gateway_keys[] = {
 	{ "tls", "gateway.tls: TLS interception is not supported by this build yet" },
 };
 
-static int cfg_gateway(struct cfg_ctx *c, const yaml_node_t *n)
+static int cfg_gateway(struct pol_cfg_ctx *c, const yaml_node_t *n)
 {
 	static const char *const levels[] = { "error", "warn", "info", "debug" };
 	struct sg_config *cfg = c->cfg;
@@ -976,28 +624,28 @@ static int cfg_gateway(struct cfg_ctx *c, const yaml_node_t *n)
 	long long workers = 0;
 	int rc, lvl = 0;
 
-	rc = cfg_expect_map(c, n, "gateway", "");
+	rc = pol_cfg_expect_map(c, n, "gateway", "");
 	if (!rc)
-		rc = cfg_keys(c, n, "gateway", gateway_keys,
+		rc = pol_cfg_keys(c, n, "gateway", gateway_keys,
 			      SG_ARRAY_LEN(gateway_keys), v);
 	if (!rc && v[GK_LISTEN])
 		rc = cfg_gateway_listen(c, v[GK_LISTEN]);
 	if (!rc && v[GK_WORKERS]) {
-		rc = cfg_str(c, v[GK_WORKERS], "workers", "gateway", &s);
+		rc = pol_cfg_str(c, v[GK_WORKERS], "workers", "gateway", &s);
 		if (!rc && strcmp(s, "auto")) {
 			if (strspn(s, "0123456789") != strlen(s) ||
 			    sg_int_parse(s, 1, 256, &workers))
-				rc = cfg_err(c, v[GK_WORKERS], "workers in gateway: "
+				rc = pol_cfg_err(c, v[GK_WORKERS], "workers in gateway: "
 					     "expected auto or 1..256, got \"%s\"", s);
 			else
 				cfg->workers = (int)workers;
 		}
 	}
 	if (!rc && v[GK_LOG_LEVEL]) {
-		rc = cfg_enum(c, v[GK_LOG_LEVEL], "log_level", "gateway", levels,
+		rc = pol_cfg_enum(c, v[GK_LOG_LEVEL], "log_level", "gateway", levels,
 			      SG_ARRAY_LEN(levels), "error, warn, info or debug", &lvl);
 		if (!rc) {
-			cfg->log_level = cfg_strdup(c, levels[lvl], strlen(levels[lvl]));
+			cfg->log_level = pol_cfg_strdup(c, levels[lvl], strlen(levels[lvl]));
 			if (!cfg->log_level)
 				rc = SG_ENOMEM;
 		}
@@ -1011,95 +659,265 @@ static int cfg_gateway(struct cfg_ctx *c, const yaml_node_t *n)
 
 /* ---- audit ---------------------------------------------------------- */
 
-enum { AK_PATH, AK_FSYNC, AK_ON_FAILURE, AK_N };
+/*
+ * A size: "64k", "10MB", "1GB", "512KiB" or plain bytes. Units are powers
+ * of 1024 (an audit file's size is counted in bytes on disk, where 10MB
+ * meaning 10 MiB surprises nobody); case does not matter.
+ */
+static int cfg_size(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *key,
+		    const char *where, uint64_t min, uint64_t max, uint64_t *out)
+{
+	static const struct { const char *sfx; int shift; } units[] = {
+		{ "", 0 }, { "b", 0 },
+		{ "k", 10 }, { "kb", 10 }, { "kib", 10 },
+		{ "m", 20 }, { "mb", 20 }, { "mib", 20 },
+		{ "g", 30 }, { "gb", 30 }, { "gib", 30 },
+	};
+	const char *s, *p;
+	uint64_t v = 0;
+	size_t i;
+	int rc = pol_cfg_str(c, n, key, where, &s);
 
-static const struct cfg_key audit_keys[] = {
+	if (rc)
+		return rc;
+	for (p = s; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			goto bad;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (p == s)
+		goto bad;
+	for (i = 0; i < SG_ARRAY_LEN(units); i++)
+		if (!strcasecmp(p, units[i].sfx))
+			break;
+	if (i == SG_ARRAY_LEN(units) || v > (UINT64_MAX >> units[i].shift))
+		goto bad;
+	v <<= units[i].shift;
+	if (v < min || v > max)
+		return pol_cfg_err(c, n, "%s%s%s: %s is out of range (%llu bytes to %llu GiB)",
+			       key, pol_cfg_in(where), where, s, (unsigned long long)min,
+			       (unsigned long long)(max >> 30));
+	*out = v;
+	return 0;
+bad:
+	return pol_cfg_err(c, n, "%s%s%s: invalid size \"%s\" (e.g. 64k, 10MB, 1GB or bytes)",
+		       key, pol_cfg_in(where), where, s);
+}
+
+/*
+ * audit.key is a SPEC, never the key: an invalid value is not echoed, in
+ * case someone pasted the key itself here.
+ */
+static int cfg_audit_key(struct pol_cfg_ctx *c, const yaml_node_t *n)
+{
+	const char *s;
+	int rc = pol_cfg_str(c, n, "key", "audit", &s);
+
+	if (rc)
+		return rc;
+	if (!strncmp(s, "vault:", 6))
+		return pol_cfg_err(c, n, "audit.key: vault keys arrive with the vault; use "
+			       "file:PATH or env:NAME");
+	if ((strncmp(s, "file:", 5) || !s[5]) && (strncmp(s, "env:", 4) || !s[4]))
+		return pol_cfg_err(c, n, "audit.key: expected file:PATH or env:NAME (the key "
+			       "itself never goes in the configuration)");
+	c->cfg->audit_key = pol_cfg_strdup(c, s, strlen(s));
+	return c->cfg->audit_key ? 0 : SG_ENOMEM;
+}
+
+static int cfg_audit_syslog(struct pol_cfg_ctx *c, const yaml_node_t *n)
+{
+	char host[SG_HOST_MAX + 1];
+	const char *s;
+	int port, rc = pol_cfg_str(c, n, "syslog", "audit", &s);
+
+	if (rc)
+		return rc;
+	if ((strncmp(s, "udp://", 6) && strncmp(s, "tcp://", 6)) ||
+	    sg_hostport_split(s + 6, strlen(s + 6), host, sizeof(host), -1, &port) < 0 ||
+	    !host[0] || port < 1 || port > 65535)
+		return pol_cfg_err(c, n, "audit.syslog: expected udp://HOST:PORT or "
+			       "tcp://HOST:PORT, got \"%s\"", s);
+	c->cfg->audit_syslog = pol_cfg_strdup(c, s, strlen(s));
+	return c->cfg->audit_syslog ? 0 : SG_ENOMEM;
+}
+
+enum { ARK_SIZE, ARK_KEEP, ARK_N };
+
+static const struct pol_cfg_key rotate_keys[] = {
+	[ARK_SIZE] = { "size", NULL },
+	[ARK_KEEP] = { "keep", NULL },
+};
+
+static int cfg_audit_rotate(struct pol_cfg_ctx *c, const yaml_node_t *n)
+{
+	const char *where = "audit.rotate";
+	yaml_node_t *v[ARK_N];
+	long long keep;
+	int rc;
+
+	rc = pol_cfg_expect_map(c, n, "rotate", "audit");
+	if (!rc)
+		rc = pol_cfg_keys(c, n, where, rotate_keys, ARK_N, v);
+	if (!rc && !v[ARK_SIZE])
+		rc = pol_cfg_err(c, n, "audit.rotate: size is required (e.g. size: 100MB); "
+			     "SIGUSR1 reopens the file without it");
+	/* at least one record of AUD_REC_MAX fits */
+	if (!rc)
+		rc = cfg_size(c, v[ARK_SIZE], "size", where, 8192, (uint64_t)1 << 40,
+			      &c->cfg->audit_rotate_size);
+	if (!rc && v[ARK_KEEP]) {
+		rc = cfg_int(c, v[ARK_KEEP], "keep", where, 1, 100000, &keep);
+		if (!rc)
+			c->cfg->audit_rotate_keep = (int)keep;
+	}
+	return rc;
+}
+
+enum { AK_PATH, AK_FSYNC, AK_ON_FAILURE, AK_KEY, AK_SYSLOG, AK_ROTATE, AK_N };
+
+static const struct pol_cfg_key audit_keys[] = {
 	[AK_PATH] = { "path", NULL },
 	[AK_FSYNC] = { "fsync", NULL },
 	[AK_ON_FAILURE] = { "on_failure", NULL },
-	{ "key", "audit.key: the hash chain is not supported by this build yet" },
-	{ "syslog", "audit.syslog: syslog export is not supported by this build yet" },
+	[AK_KEY] = { "key", NULL },
+	[AK_SYSLOG] = { "syslog", NULL },
+	[AK_ROTATE] = { "rotate", NULL },
 };
 
-static int cfg_audit(struct cfg_ctx *c, const yaml_node_t *n)
+static int cfg_audit(struct pol_cfg_ctx *c, const yaml_node_t *n)
 {
 	static const char *const fsyncs[] = { "batch", "always", "never" };
 	static const char *const failures[] = { "deny", "allow" };
 	struct sg_config *cfg = c->cfg;
-	yaml_node_t *v[SG_ARRAY_LEN(audit_keys)];
+	yaml_node_t *v[AK_N];
 	const char *s;
 	int rc, i = 0;
 
-	rc = cfg_expect_map(c, n, "audit", "");
+	rc = pol_cfg_expect_map(c, n, "audit", "");
 	if (!rc)
-		rc = cfg_keys(c, n, "audit", audit_keys, SG_ARRAY_LEN(audit_keys), v);
+		rc = pol_cfg_keys(c, n, "audit", audit_keys, AK_N, v);
 	if (!rc && v[AK_PATH]) {
-		rc = cfg_str(c, v[AK_PATH], "path", "audit", &s);
+		rc = pol_cfg_str(c, v[AK_PATH], "path", "audit", &s);
 		if (!rc) {
-			cfg->audit_path = cfg_strdup(c, s, strlen(s));
+			cfg->audit_path = pol_cfg_strdup(c, s, strlen(s));
 			if (!cfg->audit_path)
 				rc = SG_ENOMEM;
 		}
 	}
 	/* fsyncs[] is in enum aud_fsync_mode order */
 	if (!rc && v[AK_FSYNC]) {
-		rc = cfg_enum(c, v[AK_FSYNC], "fsync", "audit", fsyncs,
+		rc = pol_cfg_enum(c, v[AK_FSYNC], "fsync", "audit", fsyncs,
 			      SG_ARRAY_LEN(fsyncs), "always, batch or never", &i);
 		if (!rc)
 			cfg->audit_fsync = (enum aud_fsync_mode)i;
 	}
 	if (!rc && v[AK_ON_FAILURE]) {
-		rc = cfg_enum(c, v[AK_ON_FAILURE], "on_failure", "audit", failures,
+		rc = pol_cfg_enum(c, v[AK_ON_FAILURE], "on_failure", "audit", failures,
 			      SG_ARRAY_LEN(failures), "deny or allow", &i);
 		if (!rc)
 			cfg->audit_on_failure_allow = i;
 	}
+	if (!rc && v[AK_KEY])
+		rc = cfg_audit_key(c, v[AK_KEY]);
+	if (!rc && v[AK_SYSLOG])
+		rc = cfg_audit_syslog(c, v[AK_SYSLOG]);
+	if (!rc && v[AK_ROTATE])
+		rc = cfg_audit_rotate(c, v[AK_ROTATE]);
+	return rc;
+}
+
+/* ---- geoip ---------------------------------------------------------- */
+
+enum { GEK_COUNTRY, GEK_ASN, GEK_N };
+
+static const struct pol_cfg_key geoip_keys[] = {
+	[GEK_COUNTRY] = { "country", NULL },
+	[GEK_ASN] = { "asn", NULL },
+};
+
+/* One database: opened (mmap) and checked now, so that a missing or wrong
+ * file fails the load at its line instead of a connection later. */
+static int cfg_geoip_db(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *key,
+			enum pol_geo_db which, char **path)
+{
+	char msg[512];
+	const char *s;
+	int rc = pol_cfg_str(c, n, key, "geoip", &s);
+
+	if (rc)
+		return rc;
+	*path = pol_cfg_strdup(c, s, strlen(s));
+	if (!*path)
+		return SG_ENOMEM;
+	msg[0] = '\0';
+	rc = pol_geo_open(&c->cfg->geo, which, s, msg, sizeof(msg));
+	if (rc == SG_ENOMEM)
+		return pol_cfg_nomem(c);
+	if (rc)
+		return pol_cfg_err(c, n, "geoip.%s: %s", key, msg);
+	return 0;
+}
+
+static int cfg_geoip(struct pol_cfg_ctx *c, const yaml_node_t *n)
+{
+	yaml_node_t *v[GEK_N];
+	int rc;
+
+	rc = pol_cfg_expect_map(c, n, "geoip", "");
+	if (!rc)
+		rc = pol_cfg_keys(c, n, "geoip", geoip_keys, GEK_N, v);
+	if (!rc && v[GEK_COUNTRY])
+		rc = cfg_geoip_db(c, v[GEK_COUNTRY], "country", POL_GEO_COUNTRY,
+				  &c->cfg->geoip_country);
+	if (!rc && v[GEK_ASN])
+		rc = cfg_geoip_db(c, v[GEK_ASN], "asn", POL_GEO_ASN, &c->cfg->geoip_asn);
 	return rc;
 }
 
 /* ---- policy --------------------------------------------------------- */
 
-static const struct cfg_key floor_keys[] = {
+static const struct pol_cfg_key floor_keys[] = {
 	{ "deny", NULL },
 	{ "allow", "floor.allow: the floor only narrows: put allow rules in "
 		   "profiles or sandboxes" },
 };
 
-static int cfg_floor(struct cfg_ctx *c, const yaml_node_t *n)
+static int cfg_floor(struct pol_cfg_ctx *c, const yaml_node_t *n)
 {
 	yaml_node_t *v[SG_ARRAY_LEN(floor_keys)];
 	int rc;
 
-	rc = cfg_expect_map(c, n, "floor", "");
+	rc = pol_cfg_expect_map(c, n, "floor", "");
 	if (!rc)
-		rc = cfg_keys(c, n, "floor", floor_keys, SG_ARRAY_LEN(floor_keys), v);
+		rc = pol_cfg_keys(c, n, "floor", floor_keys, SG_ARRAY_LEN(floor_keys), v);
 	if (!rc && v[0])
-		rc = cfg_rules(c, v[0], "deny", "floor", "floor/deny",
+		rc = pol_cfg_rules(c, v[0], "deny", "floor", "floor/deny",
 			       &c->cfg->floor_deny);
 	return rc;
 }
 
 /* The key of a profiles: or sandboxes: entry, as a name of bounded size. */
-static int cfg_entry_name(struct cfg_ctx *c, const yaml_node_t *k,
+static int cfg_entry_name(struct pol_cfg_ctx *c, const yaml_node_t *k,
 			  const char *where, char **out)
 {
 	const char *s = (const char *)k->data.scalar.value;
 
 	if (strlen(s) > CFG_MAX_NAME)
-		return cfg_err(c, k, "name in %s is longer than %d bytes", where,
+		return pol_cfg_err(c, k, "name in %s is longer than %d bytes", where,
 			       CFG_MAX_NAME);
-	*out = cfg_strdup(c, s, strlen(s));
+	*out = pol_cfg_strdup(c, s, strlen(s));
 	return *out ? 0 : SG_ENOMEM;
 }
 
 enum { PK_ALLOW, PK_DENY, PK_N };
 
-static const struct cfg_key profile_keys[] = {
+static const struct pol_cfg_key profile_keys[] = {
 	[PK_ALLOW] = { "allow", NULL },
 	[PK_DENY] = { "deny", NULL },
 };
 
-static int cfg_profiles(struct cfg_ctx *c, const yaml_node_t *n)
+static int cfg_profiles(struct pol_cfg_ctx *c, const yaml_node_t *n)
 {
 	struct sg_config *cfg = c->cfg;
 	char where[CFG_WHERE_MAX], prefix[CFG_WHERE_MAX + 8];
@@ -1107,7 +925,7 @@ static int cfg_profiles(struct cfg_ctx *c, const yaml_node_t *n)
 	size_t i, cnt;
 	int rc;
 
-	rc = cfg_expect_map(c, n, "profiles", "");
+	rc = pol_cfg_expect_map(c, n, "profiles", "");
 	if (!rc)
 		rc = cfg_map_keys(c, n, "profiles");
 	if (rc)
@@ -1115,29 +933,30 @@ static int cfg_profiles(struct cfg_ctx *c, const yaml_node_t *n)
 	cnt = cfg_map_len(n);
 	if (cnt == 0)
 		return 0;
-	cfg->profiles = cfg_calloc(c, cnt, sizeof(*cfg->profiles));
+	cfg->profiles = pol_cfg_calloc(c, cnt, sizeof(*cfg->profiles));
 	if (!cfg->profiles)
 		return SG_ENOMEM;
 	cfg->n_profiles = cnt;
 	for (i = 0; i < cnt; i++) {
 		yaml_node_pair_t *p = &n->data.mapping.pairs.start[i];
 		struct pol_profile *pr = &cfg->profiles[i];
-		yaml_node_t *val = cfg_node(c, p->value);
+		yaml_node_t *val = pol_cfg_node(c, p->value);
 
-		rc = cfg_entry_name(c, cfg_node(c, p->key), "profiles", &pr->name);
+		rc = cfg_entry_name(c, pol_cfg_node(c, p->key), "profiles", &pr->name);
+		pol_cfg_pos(pol_cfg_node(c, p->key), &pr->line, &pr->col);
 		if (rc)
 			return rc;
 		snprintf(where, sizeof(where), "profiles/%s", pr->name);
-		rc = cfg_expect_map(c, val, where, "");
+		rc = pol_cfg_expect_map(c, val, where, "");
 		if (!rc)
-			rc = cfg_keys(c, val, where, profile_keys, PK_N, v);
+			rc = pol_cfg_keys(c, val, where, profile_keys, PK_N, v);
 		if (!rc && v[PK_ALLOW]) {
 			snprintf(prefix, sizeof(prefix), "%s/allow", where);
-			rc = cfg_rules(c, v[PK_ALLOW], "allow", where, prefix, &pr->allow);
+			rc = pol_cfg_rules(c, v[PK_ALLOW], "allow", where, prefix, &pr->allow);
 		}
 		if (!rc && v[PK_DENY]) {
 			snprintf(prefix, sizeof(prefix), "%s/deny", where);
-			rc = cfg_rules(c, v[PK_DENY], "deny", where, prefix, &pr->deny);
+			rc = pol_cfg_rules(c, v[PK_DENY], "deny", where, prefix, &pr->deny);
 		}
 		if (rc)
 			return rc;
@@ -1145,37 +964,37 @@ static int cfg_profiles(struct cfg_ctx *c, const yaml_node_t *n)
 	return 0;
 }
 
-static int cfg_sandbox_profiles(struct cfg_ctx *c, const yaml_node_t *n,
+static int cfg_sandbox_profiles(struct pol_cfg_ctx *c, const yaml_node_t *n,
 				const char *where, struct pol_sandbox *sb)
 {
 	struct sg_config *cfg = c->cfg;
 	size_t i, j, cnt;
 	const char *s;
-	int rc = cfg_expect_seq(c, n, "profiles", where);
+	int rc = pol_cfg_expect_seq(c, n, "profiles", where);
 
 	if (rc)
 		return rc;
-	cnt = cfg_seq_len(n);
+	cnt = pol_cfg_seq_len(n);
 	if (cnt == 0)
 		return 0;
-	sb->profiles = cfg_calloc(c, cnt, sizeof(*sb->profiles));
+	sb->profiles = pol_cfg_calloc(c, cnt, sizeof(*sb->profiles));
 	if (!sb->profiles)
 		return SG_ENOMEM;
 	for (i = 0; i < cnt; i++) {
-		yaml_node_t *it = cfg_node(c, n->data.sequence.items.start[i]);
+		yaml_node_t *it = pol_cfg_node(c, n->data.sequence.items.start[i]);
 		struct pol_profile *found = NULL;
 
-		rc = cfg_str(c, it, "profiles", where, &s);
+		rc = pol_cfg_str(c, it, "profiles", where, &s);
 		if (rc)
 			return rc;
 		for (j = 0; j < cfg->n_profiles && !found; j++)
 			if (!strcmp(cfg->profiles[j].name, s))
 				found = &cfg->profiles[j];
 		if (!found)
-			return cfg_err(c, it, "unknown profile \"%s\" in %s", s, where);
+			return pol_cfg_err(c, it, "unknown profile \"%s\" in %s", s, where);
 		for (j = 0; j < sb->n_profiles; j++)
 			if (sb->profiles[j] == found)
-				return cfg_err(c, it, "profile \"%s\" is listed twice "
+				return pol_cfg_err(c, it, "profile \"%s\" is listed twice "
 					       "in %s", s, where);
 		sb->profiles[sb->n_profiles++] = found;
 	}
@@ -1184,7 +1003,7 @@ static int cfg_sandbox_profiles(struct cfg_ctx *c, const yaml_node_t *n,
 
 enum { SK_SOURCES, SK_MODE, SK_PROFILES, SK_ALLOW, SK_DENY, SK_N };
 
-static const struct cfg_key sandbox_keys[] = {
+static const struct pol_cfg_key sandbox_keys[] = {
 	[SK_SOURCES] = { "sources", NULL },
 	[SK_MODE] = { "mode", NULL },
 	[SK_PROFILES] = { "profiles", NULL },
@@ -1192,7 +1011,7 @@ static const struct cfg_key sandbox_keys[] = {
 	[SK_DENY] = { "deny", NULL },
 };
 
-static int cfg_sandbox(struct cfg_ctx *c, const yaml_node_t *n,
+static int cfg_sandbox(struct pol_cfg_ctx *c, const yaml_node_t *n,
 		       const char *where, struct pol_sandbox *sb)
 {
 	static const char *const modes[] = { "enforce", "audit" };
@@ -1201,24 +1020,24 @@ static int cfg_sandbox(struct cfg_ctx *c, const yaml_node_t *n,
 	size_t i, cnt;
 	int rc, mode = 0;
 
-	rc = cfg_expect_map(c, n, where, "");
+	rc = pol_cfg_expect_map(c, n, where, "");
 	if (!rc)
-		rc = cfg_keys(c, n, where, sandbox_keys, SK_N, v);
+		rc = pol_cfg_keys(c, n, where, sandbox_keys, SK_N, v);
 	if (rc)
 		return rc;
 	if (v[SK_SOURCES]) {
-		rc = cfg_expect_seq(c, v[SK_SOURCES], "sources", where);
+		rc = pol_cfg_expect_seq(c, v[SK_SOURCES], "sources", where);
 		if (rc)
 			return rc;
-		cnt = cfg_seq_len(v[SK_SOURCES]);
+		cnt = pol_cfg_seq_len(v[SK_SOURCES]);
 		if (cnt) {
-			sb->sources = cfg_calloc(c, cnt, sizeof(*sb->sources));
+			sb->sources = pol_cfg_calloc(c, cnt, sizeof(*sb->sources));
 			if (!sb->sources)
 				return SG_ENOMEM;
 			sb->n_sources = cnt;
 		}
 		for (i = 0; i < cnt; i++) {
-			rc = cfg_cidr(c, cfg_node(c, v[SK_SOURCES]->data.sequence.items.start[i]),
+			rc = pol_cfg_cidr(c, pol_cfg_node(c, v[SK_SOURCES]->data.sequence.items.start[i]),
 				      "sources", where, &sb->sources[i]);
 			if (rc)
 				return rc;
@@ -1226,7 +1045,7 @@ static int cfg_sandbox(struct cfg_ctx *c, const yaml_node_t *n,
 	}
 	sb->mode = POL_MODE_ENFORCE;
 	if (v[SK_MODE]) {
-		rc = cfg_enum(c, v[SK_MODE], "mode", where, modes, SG_ARRAY_LEN(modes),
+		rc = pol_cfg_enum(c, v[SK_MODE], "mode", where, modes, SG_ARRAY_LEN(modes),
 			      "enforce or audit", &mode);
 		if (rc)
 			return rc;
@@ -1239,25 +1058,25 @@ static int cfg_sandbox(struct cfg_ctx *c, const yaml_node_t *n,
 	}
 	if (v[SK_ALLOW]) {
 		snprintf(prefix, sizeof(prefix), "%s/allow", where);
-		rc = cfg_rules(c, v[SK_ALLOW], "allow", where, prefix, &sb->allow);
+		rc = pol_cfg_rules(c, v[SK_ALLOW], "allow", where, prefix, &sb->allow);
 		if (rc)
 			return rc;
 	}
 	if (v[SK_DENY]) {
 		snprintf(prefix, sizeof(prefix), "%s/deny", where);
-		rc = cfg_rules(c, v[SK_DENY], "deny", where, prefix, &sb->deny);
+		rc = pol_cfg_rules(c, v[SK_DENY], "deny", where, prefix, &sb->deny);
 	}
 	return rc;
 }
 
-static int cfg_sandboxes(struct cfg_ctx *c, const yaml_node_t *n)
+static int cfg_sandboxes(struct pol_cfg_ctx *c, const yaml_node_t *n)
 {
 	struct sg_config *cfg = c->cfg;
 	char where[CFG_WHERE_MAX];
 	size_t i, cnt;
 	int rc;
 
-	rc = cfg_expect_map(c, n, "sandboxes", "");
+	rc = pol_cfg_expect_map(c, n, "sandboxes", "");
 	if (!rc)
 		rc = cfg_map_keys(c, n, "sandboxes");
 	if (rc)
@@ -1265,7 +1084,7 @@ static int cfg_sandboxes(struct cfg_ctx *c, const yaml_node_t *n)
 	cnt = cfg_map_len(n);
 	if (cnt == 0)
 		return 0;
-	cfg->sandboxes = cfg_calloc(c, cnt, sizeof(*cfg->sandboxes));
+	cfg->sandboxes = pol_cfg_calloc(c, cnt, sizeof(*cfg->sandboxes));
 	if (!cfg->sandboxes)
 		return SG_ENOMEM;
 	cfg->n_sandboxes = cnt;
@@ -1273,11 +1092,12 @@ static int cfg_sandboxes(struct cfg_ctx *c, const yaml_node_t *n)
 		yaml_node_pair_t *p = &n->data.mapping.pairs.start[i];
 		struct pol_sandbox *sb = &cfg->sandboxes[i];
 
-		rc = cfg_entry_name(c, cfg_node(c, p->key), "sandboxes", &sb->name);
+		rc = cfg_entry_name(c, pol_cfg_node(c, p->key), "sandboxes", &sb->name);
+		pol_cfg_pos(pol_cfg_node(c, p->key), &sb->line, &sb->col);
 		if (rc)
 			return rc;
 		snprintf(where, sizeof(where), "sandboxes/%s", sb->name);
-		rc = cfg_sandbox(c, cfg_node(c, p->value), where, sb);
+		rc = cfg_sandbox(c, pol_cfg_node(c, p->value), where, sb);
 		if (rc)
 			return rc;
 	}
@@ -1286,36 +1106,36 @@ static int cfg_sandboxes(struct cfg_ctx *c, const yaml_node_t *n)
 
 /* ---- top level ------------------------------------------------------ */
 
-enum { TK_VERSION, TK_GATEWAY, TK_AUDIT, TK_FLOOR, TK_PROFILES, TK_SANDBOXES,
-       TK_DEFAULT, TK_N };
+enum { TK_VERSION, TK_GATEWAY, TK_AUDIT, TK_GEOIP, TK_FLOOR, TK_PROFILES,
+       TK_SANDBOXES, TK_DEFAULT, TK_N };
 
-static const struct cfg_key top_keys[] = {
+static const struct pol_cfg_key top_keys[] = {
 	[TK_VERSION] = { "version", NULL },
 	[TK_GATEWAY] = { "gateway", NULL },
 	[TK_AUDIT] = { "audit", NULL },
+	[TK_GEOIP] = { "geoip", NULL },
 	[TK_FLOOR] = { "floor", NULL },
 	[TK_PROFILES] = { "profiles", NULL },
 	[TK_SANDBOXES] = { "sandboxes", NULL },
 	[TK_DEFAULT] = { "default", NULL },
 	{ "vault", "vault: not supported by this build yet" },
 	{ "secrets", "secrets: not supported by this build yet" },
-	{ "geoip", "geoip: not supported by this build yet" },
 };
 
 /* version comes first: another version may have another schema. */
-static int cfg_version(struct cfg_ctx *c, const yaml_node_t *root)
+static int cfg_version(struct pol_cfg_ctx *c, const yaml_node_t *root)
 {
 	yaml_node_pair_t *p;
 
 	for (p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = cfg_node(c, p->key), *v = cfg_node(c, p->value);
+		yaml_node_t *k = pol_cfg_node(c, p->key), *v = pol_cfg_node(c, p->value);
 
 		if (k->type != YAML_SCALAR_NODE ||
 		    strcmp((const char *)k->data.scalar.value, "version"))
 			continue;
 		if (v->type != YAML_SCALAR_NODE ||
 		    strcmp((const char *)v->data.scalar.value, "1"))
-			return cfg_err(c, v, "unsupported version%s%s%s (this build "
+			return pol_cfg_err(c, v, "unsupported version%s%s%s (this build "
 				       "reads version: 1)",
 				       v->type == YAML_SCALAR_NODE ? " \"" : "",
 				       v->type == YAML_SCALAR_NODE ?
@@ -1323,27 +1143,30 @@ static int cfg_version(struct cfg_ctx *c, const yaml_node_t *root)
 				       v->type == YAML_SCALAR_NODE ? "\"" : "");
 		return 0;
 	}
-	return cfg_err(c, root, "version: missing (this build reads version: 1)");
+	return pol_cfg_err(c, root, "version: missing (this build reads version: 1)");
 }
 
-static int cfg_root(struct cfg_ctx *c, const yaml_node_t *root)
+static int cfg_root(struct pol_cfg_ctx *c, const yaml_node_t *root)
 {
 	static const char *const defaults[] = { "deny", "allow" };
 	yaml_node_t *v[SG_ARRAY_LEN(top_keys)];
 	int rc;
 
 	if (root->type != YAML_MAPPING_NODE)
-		return cfg_err(c, root, "expected a mapping at the top level, got %s",
+		return pol_cfg_err(c, root, "expected a mapping at the top level, got %s",
 			       cfg_kind(root));
 	rc = cfg_budget(c, root, cfg_map_len(root));
 	if (!rc)
 		rc = cfg_version(c, root);
 	if (!rc)
-		rc = cfg_keys(c, root, "", top_keys, SG_ARRAY_LEN(top_keys), v);
+		rc = pol_cfg_keys(c, root, "", top_keys, SG_ARRAY_LEN(top_keys), v);
 	if (!rc && v[TK_GATEWAY])
 		rc = cfg_gateway(c, v[TK_GATEWAY]);
 	if (!rc && v[TK_AUDIT])
 		rc = cfg_audit(c, v[TK_AUDIT]);
+	/* before any rule: countries and asns need their database */
+	if (!rc && v[TK_GEOIP])
+		rc = cfg_geoip(c, v[TK_GEOIP]);
 	if (!rc && v[TK_FLOOR])
 		rc = cfg_floor(c, v[TK_FLOOR]);
 	/* before sandboxes, which refer to profiles by name */
@@ -1352,21 +1175,21 @@ static int cfg_root(struct cfg_ctx *c, const yaml_node_t *root)
 	if (!rc && v[TK_SANDBOXES])
 		rc = cfg_sandboxes(c, v[TK_SANDBOXES]);
 	if (!rc && v[TK_DEFAULT])
-		rc = cfg_enum(c, v[TK_DEFAULT], "default", "", defaults,
+		rc = pol_cfg_enum(c, v[TK_DEFAULT], "default", "", defaults,
 			      SG_ARRAY_LEN(defaults), "deny or allow",
 			      &c->cfg->default_allow);
 	return rc;
 }
 
 /* libyaml's own message, at its own position. */
-static int cfg_yaml_err(struct cfg_ctx *c, const yaml_parser_t *p,
+static int cfg_yaml_err(struct pol_cfg_ctx *c, const yaml_parser_t *p,
 			const char *buf, size_t len)
 {
 	size_t line = p->problem_mark.line + 1, col = p->problem_mark.column + 1;
 	size_t i;
 
 	if (p->error == YAML_MEMORY_ERROR)
-		return cfg_nomem(c);
+		return pol_cfg_nomem(c);
 	if (p->error == YAML_READER_ERROR) {
 		/* the reader reports a byte offset (bad UTF-8): find its line */
 		line = col = 1;
@@ -1464,12 +1287,13 @@ static void cfg_defaults(struct sg_config *cfg)
 	cfg->max_header_bytes = 65536;
 	cfg->audit_fsync = AUD_FSYNC_BATCH;
 	cfg->audit_on_failure_allow = 0;
+	cfg->audit_rotate_keep = 10;
 	cfg->default_allow = 0;
 }
 
 int pol_config_load(const char *path, struct sg_config **out, char *err, size_t errsz)
 {
-	struct cfg_ctx c = { .path = path, .err = err, .errsz = err ? errsz : 0 };
+	struct pol_cfg_ctx c = { .path = path, .err = err, .errsz = err ? errsz : 0 };
 	yaml_parser_t parser;
 	yaml_document_t doc, doc2;
 	int have_parser = 0, have_doc = 0;
@@ -1487,19 +1311,19 @@ int pol_config_load(const char *path, struct sg_config **out, char *err, size_t 
 		goto out;
 	cfg = calloc(1, sizeof(*cfg));
 	if (!cfg) {
-		rc = cfg_nomem(&c);
+		rc = pol_cfg_nomem(&c);
 		goto out;
 	}
 	cfg_defaults(cfg);
 	c.cfg = cfg;
-	cfg->path = cfg_strdup(&c, path, strlen(path));
+	cfg->path = pol_cfg_strdup(&c, path, strlen(path));
 	if (!cfg->path) {
 		rc = SG_ENOMEM;
 		goto out;
 	}
 
 	if (!yaml_parser_initialize(&parser)) {
-		rc = cfg_nomem(&c);
+		rc = pol_cfg_nomem(&c);
 		goto out;
 	}
 	have_parser = 1;
@@ -1530,10 +1354,13 @@ int pol_config_load(const char *path, struct sg_config **out, char *err, size_t 
 	root = yaml_document_get_root_node(&doc2);
 	if (root) {
 		c.doc = &doc2;
-		rc = cfg_err(&c, root, "a second YAML document: one configuration "
+		rc = pol_cfg_err(&c, root, "a second YAML document: one configuration "
 			     "per file");
 	}
 	yaml_document_delete(&doc2);
+	/* Compile only a config that loaded whole. */
+	if (!rc)
+		rc = pol_index_build(cfg, err, c.errsz);
 out:
 	if (have_doc)
 		yaml_document_delete(&doc);
@@ -1547,23 +1374,6 @@ out:
 	}
 	*out = cfg;
 	return 0;
-}
-
-static void pol_ruleset_free(struct pol_ruleset *rs)
-{
-	size_t i, j;
-
-	for (i = 0; i < rs->n; i++) {
-		struct pol_rule *r = &rs->rules[i];
-
-		free(r->id);
-		for (j = 0; j < r->n_domains; j++)
-			free(r->domains[j].suffix);
-		free(r->domains);
-		free(r->cidrs);
-		free(r->ports);
-	}
-	free(rs->rules);
 }
 
 void pol_config_free(struct sg_config *cfg)
@@ -1589,6 +1399,10 @@ void pol_config_free(struct sg_config *cfg)
 	}
 	free(cfg->profiles);
 	pol_ruleset_free(&cfg->floor_deny);
+	pol_index_free(cfg->index);
+	pol_geo_free(cfg->geo);
+	free(cfg->geoip_country);
+	free(cfg->geoip_asn);
 	for (i = 0; i < cfg->n_hosts; i++) {
 		free(cfg->hosts[i].name);
 		free(cfg->hosts[i].addrs);
@@ -1597,6 +1411,8 @@ void pol_config_free(struct sg_config *cfg)
 	free(cfg->resolver_servers);
 	free(cfg->log_level);
 	free(cfg->audit_path);
+	free(cfg->audit_key);
+	free(cfg->audit_syslog);
 	free(cfg->listen_transparent);
 	free(cfg->listen_proxy);
 	free(cfg->listen_dns);

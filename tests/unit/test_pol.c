@@ -371,7 +371,8 @@ static const struct err_case err_cases[] = {
 	{ "version: 1\nfloor:\n  deny:\n    - cidrs: [10.0.0.0/8]\n      ports: [1-65536]\n",
 	  "5:15: invalid port \"1-65536\" in floor/deny/0 (expected 1..65535 or LOW-HIGH)" },
 	{ "version: 1\nfloor:\n  deny:\n    - { ports: [80] }\n",
-	  "4:7: rule matches nothing: give domains or cidrs (in floor/deny/0)" },
+	  "4:7: rule matches nothing: give domains, regex, cidrs, countries or asns "
+	  "(in floor/deny/0)" },
 	/* references and names */
 	{ "version: 1\nprofiles:\n  web: {}\nsandboxes:\n  a:\n    profiles: [web, db]\n",
 	  "6:21: unknown profile \"db\" in sandboxes/a" },
@@ -386,25 +387,37 @@ static const struct err_case err_cases[] = {
 	/* features this build does not have: refused, never ignored */
 	{ "version: 1\ngateway:\n  tls: {ca: {cert: ca.pem, key: ca-key.pem}}\n",
 	  "3:3: gateway.tls: TLS interception is not supported by this build yet" },
-	{ "version: 1\naudit:\n  path: a.jsonl\n  key: file:audit.key\n",
-	  "4:3: audit.key: the hash chain is not supported by this build yet" },
-	{ "version: 1\naudit:\n  syslog: udp://127.0.0.1:514\n",
-	  "3:3: audit.syslog: syslog export is not supported by this build yet" },
+	{ "version: 1\naudit:\n  path: a.jsonl\n  key: secret\n",
+	  "4:8: audit.key: expected file:PATH or env:NAME (the key itself never goes "
+	  "in the configuration)" },
+	{ "version: 1\naudit:\n  syslog: udp://127.0.0.1\n",
+	  "3:11: audit.syslog: expected udp://HOST:PORT or tcp://HOST:PORT, got "
+	  "\"udp://127.0.0.1\"" },
 	{ "version: 1\nvault: {path: vault.db}\n",
 	  "2:1: vault: not supported by this build yet" },
 	{ "version: 1\nsecrets: {}\n", "2:1: secrets: not supported by this build yet" },
-	{ "version: 1\ngeoip: {country: c.mmdb}\n",
-	  "2:1: geoip: not supported by this build yet" },
+	{ "version: 1\ngeoip: {country: /nonexistent/c.mmdb}\n",
+	  "2:18: geoip.country: cannot open /nonexistent/c.mmdb: No such file or directory" },
+	{ "version: 1\ngeoip: {city: c.mmdb}\n",
+	  "2:9: unknown key \"city\" in geoip" },
 	{ "version: 1\nfloor:\n  deny:\n    - domains: [a.com]\n      http: {methods: [GET]}\n",
 	  "5:7: http: not supported by this build yet" },
 	{ "version: 1\nfloor:\n  deny:\n    - domains: [a.com]\n      secrets: [openai]\n",
 	  "5:7: secrets: not supported by this build yet" },
-	{ "version: 1\nfloor:\n  deny:\n    - regex: '^a\\.com$'\n",
-	  "4:7: regex: not supported by this build yet" },
+	{ "version: 1\nfloor:\n  deny:\n    - regex: '^a\\.(com$'\n",
+	  "4:14: regex \"^a\\.(com$\" in floor/deny/0: missing closing parenthesis "
+	  "at offset 9" },
+	{ "version: 1\nfloor:\n  deny:\n    - regex: []\n",
+	  "4:14: regex in floor/deny/0: the list is empty" },
+	{ "version: 1\nfloor:\n  deny:\n    - regex: {a: b}\n",
+	  "4:14: regex in floor/deny/0: expected a string, got a mapping" },
+	{ "version: 1\nfloor:\n  deny:\n    - regex: [ok, \"a[\"]\n",
+	  "4:19: regex \"a[\" in floor/deny/0: missing terminating ] for character "
+	  "class at offset 2" },
 	{ "version: 1\nfloor:\n  deny:\n    - countries: [KP]\n",
-	  "4:7: countries: not supported by this build yet" },
+	  "4:18: countries in floor/deny/0: needs a country database (geoip.country)" },
 	{ "version: 1\nfloor:\n  deny:\n    - asns: [64496]\n",
-	  "4:7: asns: not supported by this build yet" },
+	  "4:13: asns in floor/deny/0: needs an ASN database (geoip.asn)" },
 	{ "version: 1\nprofiles:\n  p:\n    allow:\n      - domains: [a.com]\n        tls: inspect\n",
 	  "6:14: tls: inspect is not supported by this build yet" },
 	{ "version: 1\nfloor:\n  allow: []\n",
@@ -547,7 +560,8 @@ static void test_missing_file(void **state)
 
 static int dm(enum pol_dom_kind kind, const char *suffix, const char *name)
 {
-	struct pol_domain d = { kind, (char *)suffix, strlen(suffix) };
+	struct pol_domain d = { .kind = kind, .suffix = (char *)suffix,
+				.suffix_len = strlen(suffix) };
 
 	return pol_domain_match(&d, name, strlen(name));
 }
@@ -582,7 +596,8 @@ static void test_domain_match(void **state)
 
 	/* NULL name (IP only) matches no domain */
 	{
-		struct pol_domain d = { POL_DOM_MANY, (char *)"com", 3 };
+		struct pol_domain d = { .kind = POL_DOM_MANY, .suffix = (char *)"com",
+					.suffix_len = 3 };
 
 		assert_false(pol_domain_match(&d, NULL, 0));
 	}
