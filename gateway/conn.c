@@ -63,8 +63,10 @@ static void audit_conn(struct gw_conn *c)
 	atomic_fetch_add(&d->stats.bytes_down, c->u2c.bytes);
 
 	aud_rec_begin(&r, c->event);
-	aud_rec_decision(&r, c->sbx ? c->sbx->name : NULL, decision, c->reason,
+	aud_rec_decision(&r, c->sbx_name[0] ? c->sbx_name : NULL, decision, c->reason,
 			 c->rule_id);
+	gw_metrics_count(&c->w->metrics, c->sbx ? c->sbx->name : "", decision,
+			 c->reason ? c->reason : "");
 	sg_addr_str(&c->src, ip, sizeof(ip));
 	snprintf(src, sizeof(src), c->src.family == AF_INET6 ? "[%s]:%u" : "%s:%u",
 		 ip, c->src_port);
@@ -1141,7 +1143,21 @@ void gw_conn_accept(struct gw_worker *w, struct gw_listener *ls, int fd)
 	    (p = sg_addr_from_sa((struct sockaddr *)&ss, &c->src)) >= 0)
 		c->src_port = (uint16_t)p;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c->sbx = pol_sandbox_by_addr(c->snap->cfg, &c->src);
+	/* Identity is the source address: a sandbox registered at run time
+	 * (by an adapter, through the control API) first, then the static
+	 * sources of the policy. Never anything the client says. */
+	{
+		const struct gw_reg_entry *re = gw_registry_lookup(w->registry, &c->src);
+
+		if (re) {
+			snprintf(c->sbx_name, sizeof(c->sbx_name), "%s", re->name);
+			c->sbx = pol_sandbox_by_name(c->snap->cfg, re->name);
+		} else {
+			c->sbx = pol_sandbox_by_addr(c->snap->cfg, &c->src);
+			if (c->sbx)
+				snprintf(c->sbx_name, sizeof(c->sbx_name), "%s", c->sbx->name);
+		}
+	}
 	if (ls->kind == GW_LISTEN_TRANSPARENT) {
 		struct sockaddr_storage ls_ss;
 		socklen_t ll = sizeof(ls_ss);

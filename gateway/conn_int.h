@@ -75,7 +75,8 @@ struct gw_conn {
 	struct gw_conn *next, **pprev;  /* worker's live or closed list */
 	struct gw_worker *w;            /* borrowed */
 	struct gw_snap *snap;           /* ref: the policy it started with */
-	const struct pol_sandbox *sbx;  /* borrowed from snap */
+	const struct pol_sandbox *sbx;  /* borrowed from snap; NULL: unknown source */
+	char sbx_name[GW_REG_NAME_MAX]; /* registered name, else the policy's key; "": none */
 	struct gw_io cio, uio;
 	unsigned c_rd, c_wr, u_rd, u_wr;        /* edge-triggered readiness */
 	unsigned has_odst:1, has_name:1, has_dst:1, dst_is_literal:1;

@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include "gateway/loop.h"
+#include "gateway/metrics.h"
+#include "gateway/registry.h"
 #include "policy/pol.h"
 
 struct aud_writer;
@@ -59,6 +61,8 @@ struct gw_worker {
 	struct gw_loop *loop;           /* owned */
 	struct gw_resolver *resolver;   /* owned */
 	struct gw_snap *snap;           /* ref: the current snapshot */
+	struct gw_registry *registry;   /* ref: sandboxes registered at run time */
+	struct gw_metrics metrics;      /* this worker's decision counters */
 	struct gw_io wake;              /* eventfd from the main thread */
 	struct gw_listener listeners[2];
 	int n_listeners;
@@ -73,6 +77,8 @@ struct gw_worker {
 struct gw_daemon {
 	const char *config_path;        /* borrowed from argv */
 	struct gw_snap *snap;           /* ref; guarded by mu */
+	struct gw_registry *registry;   /* ref; guarded by mu */
+	atomic_uint_fast64_t reloads_ok, reloads_failed;
 	pthread_mutex_t mu;
 	uint64_t generation;
 	struct aud_writer *audit;       /* owned */
@@ -86,6 +92,21 @@ struct gw_daemon {
 	/* bound addresses, for the log and for --check */
 	int listen_fds[2][64];          /* [kind][worker] */
 };
+
+/* serve.c: what the control API (admin.c) may do, from the main thread. */
+struct gw_snap *gw_snap_current(struct gw_daemon *d);          /* ref */
+struct gw_registry *gw_registry_current(struct gw_daemon *d);  /* ref */
+uint64_t gw_generation(struct gw_daemon *d);
+int gw_healthy(struct gw_daemon *d);
+/* Reload the config file; on failure err holds the loader's message and
+ * the running policy stays. */
+int gw_reload(struct gw_daemon *d, char *err, size_t errsz);
+/* Register or replace a sandbox; SG_EINVAL with err for an address held by
+ * another name. Audited as sandbox_start. */
+int gw_register(struct gw_daemon *d, const struct gw_reg_entry *e, char *err, size_t errsz);
+/* 0, or SG_EINVAL when no such name. Audited as sandbox_stop. */
+int gw_unregister(struct gw_daemon *d, const char *name);
+void gw_metrics_text(struct gw_daemon *d, struct sg_sbuf *out);
 
 /* Listener sockets: bound once per worker (SO_REUSEPORT). */
 int gw_listen_socket(const char *spec, int reuse_port, int transparent_ok,

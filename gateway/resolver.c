@@ -1,4 +1,5 @@
 #include <ares.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,8 @@ struct gw_resolver {
 	struct cache_ent *cache[CACHE_BUCKETS];
 	size_t n_cache;
 	int64_t min_ttl, max_ttl, neg_ttl;
-	uint64_t hits, misses;
+	/* read by the control API's thread: relaxed atomics */
+	atomic_uint_fast64_t hits, misses, entries;
 };
 
 const char *gw_resolve_status_str(enum gw_resolve_status s)
@@ -171,6 +173,8 @@ static void cache_flush(struct gw_resolver *r, int only_expired, int64_t now)
 {
 	size_t i;
 
+	atomic_store_explicit(&r->entries, 0, memory_order_relaxed);
+
 	for (i = 0; i < CACHE_BUCKETS; i++) {
 		struct cache_ent **pp = &r->cache[i];
 
@@ -216,6 +220,7 @@ static void cache_put(struct gw_resolver *r, const char *name,
 	e->next = r->cache[b];
 	r->cache[b] = e;
 	r->n_cache++;
+	atomic_store_explicit(&r->entries, r->n_cache, memory_order_relaxed);
 }
 
 /* ---- queries ---- */
@@ -298,12 +303,12 @@ void gw_resolve_start(struct gw_resolver *r, const char *name,
 	w->query = NULL;
 	e = cache_find(r, name, gw_loop_now(r->loop));
 	if (e) {
-		r->hits++;
+		atomic_fetch_add_explicit(&r->hits, 1, memory_order_relaxed);
 		w->res = e->res;
 		waiter_link(&r->ready, w);
 		return;
 	}
-	r->misses++;
+	atomic_fetch_add_explicit(&r->misses, 1, memory_order_relaxed);
 	for (q = r->pending; q; q = q->next)
 		if (!strcmp(q->name, name)) {
 			waiter_link(&q->waiters, w);
@@ -427,7 +432,7 @@ void gw_resolver_free(struct gw_resolver *r)
 void gw_resolver_stats(const struct gw_resolver *r, uint64_t *hits, uint64_t *misses,
 		       uint64_t *entries)
 {
-	*hits = r->hits;
-	*misses = r->misses;
-	*entries = r->n_cache;
+	*hits = atomic_load_explicit(&r->hits, memory_order_relaxed);
+	*misses = atomic_load_explicit(&r->misses, memory_order_relaxed);
+	*entries = atomic_load_explicit(&r->entries, memory_order_relaxed);
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -30,6 +31,7 @@
 #include "sg_log.h"
 #include "audit/aud.h"
 #include "audit/aud_verify.h"
+#include "gateway/admin.h"
 #include "gateway/gw.h"
 #include "gateway/resolver.h"
 #include "gateway/serve.h"
@@ -145,6 +147,10 @@ static void worker_sync(struct gw_worker *w)
 		gw_snap_put(w->snap);
 		w->snap = gw_snap_ref(d->snap);
 	}
+	if (d->registry != w->registry) {
+		gw_registry_put(w->registry);
+		w->registry = gw_registry_ref(d->registry);
+	}
 	pthread_mutex_unlock(&d->mu);
 	if (atomic_load(&d->drain) && !w->draining) {
 		w->draining = 1;
@@ -225,22 +231,25 @@ static int same_str(const char *a, const char *b)
 	return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
-static void reload(struct gw_daemon *d)
+/* Called on the main thread only (SIGHUP and the control API). */
+int gw_reload(struct gw_daemon *d, char *err, size_t errsz)
 {
 	struct sg_config *cfg = NULL;
 	struct gw_snap *s, *old;
 	const struct sg_config *cur = d->snap->cfg;
-	char err[512];
 
-	if (pol_config_load(d->config_path, &cfg, err, sizeof(err)) < 0) {
+	if (pol_config_load(d->config_path, &cfg, err, errsz) < 0) {
 		sg_err("reload rejected, the running policy stays: %s", err);
 		audit_lifecycle(d, "policy_reload", "deny", "invalid_config", err);
-		return;
+		atomic_fetch_add(&d->reloads_failed, 1);
+		return SG_EINVAL;
 	}
 	/* What is bound or started once cannot change under a running
 	 * process: say so rather than pretend. */
 	if (!same_str(cfg->listen_transparent, cur->listen_transparent) ||
 	    !same_str(cfg->listen_proxy, cur->listen_proxy) ||
+	    !same_str(cfg->listen_admin, cur->listen_admin) ||
+	    !same_str(cfg->admin_token, cur->admin_token) ||
 	    !same_str(cfg->audit_path, cur->audit_path) ||
 	    !same_str(cfg->audit_key, cur->audit_key) ||
 	    !same_str(cfg->audit_syslog, cur->audit_syslog) ||
@@ -248,16 +257,19 @@ static void reload(struct gw_daemon *d)
 	    cfg->audit_rotate_keep != cur->audit_rotate_keep ||
 	    !same_str(cfg->resolver_servers, cur->resolver_servers) ||
 	    cfg->workers != cur->workers)
-		sg_warn("reload: listen addresses, workers, resolver servers and the audit "
-			"settings (path, key, rotate, syslog) keep their running values "
-			"until a restart");
-	s = gw_snap_new(cfg, ++d->generation);
+		sg_warn("reload: listen addresses, the admin token, workers, resolver servers "
+			"and the audit settings (path, key, rotate, syslog) keep their running "
+			"values until a restart");
+	s = gw_snap_new(cfg, d->generation + 1);
 	if (!s) {
 		pol_config_free(cfg);
-		audit_lifecycle(d, "policy_reload", "deny", "out_of_memory", "out of memory");
-		return;
+		snprintf(err, errsz, "out of memory");
+		audit_lifecycle(d, "policy_reload", "deny", "out_of_memory", err);
+		atomic_fetch_add(&d->reloads_failed, 1);
+		return SG_ENOMEM;
 	}
 	pthread_mutex_lock(&d->mu);
+	d->generation++;
 	old = d->snap;
 	d->snap = s;
 	pthread_mutex_unlock(&d->mu);
@@ -268,6 +280,192 @@ static void reload(struct gw_daemon *d)
 	sg_info("reloaded %s (generation %llu)", d->config_path,
 		(unsigned long long)d->generation);
 	audit_lifecycle(d, "policy_reload", "allow", "reloaded", NULL);
+	atomic_fetch_add(&d->reloads_ok, 1);
+	return 0;
+}
+
+/* ------------------------------------------------------- control plane */
+
+struct gw_snap *gw_snap_current(struct gw_daemon *d)
+{
+	struct gw_snap *s;
+
+	pthread_mutex_lock(&d->mu);
+	s = gw_snap_ref(d->snap);
+	pthread_mutex_unlock(&d->mu);
+	return s;
+}
+
+struct gw_registry *gw_registry_current(struct gw_daemon *d)
+{
+	struct gw_registry *r;
+
+	pthread_mutex_lock(&d->mu);
+	r = gw_registry_ref(d->registry);
+	pthread_mutex_unlock(&d->mu);
+	return r;
+}
+
+uint64_t gw_generation(struct gw_daemon *d)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&d->mu);
+	g = d->generation;
+	pthread_mutex_unlock(&d->mu);
+	return g;
+}
+
+int gw_healthy(struct gw_daemon *d)
+{
+	return d->audit_on_failure_allow || !aud_failing(d->audit);
+}
+
+static void registry_swap(struct gw_daemon *d, struct gw_registry *nr)
+{
+	struct gw_registry *old;
+
+	pthread_mutex_lock(&d->mu);
+	old = d->registry;
+	d->registry = nr;
+	pthread_mutex_unlock(&d->mu);
+	gw_registry_put(old);
+	wake_all(d);
+}
+
+static void audit_sandbox(struct gw_daemon *d, const char *event, const char *reason,
+			  const struct gw_reg_entry *e)
+{
+	struct aud_rec r;
+	char ip[INET6_ADDRSTRLEN], list[GW_REG_ADDRS_MAX * (INET6_ADDRSTRLEN + 3) + 3];
+	size_t i, o = 0;
+
+	aud_rec_begin(&r, event);
+	aud_rec_decision(&r, e->name, "allow", reason, NULL);
+	list[o++] = '[';
+	for (i = 0; i < e->n_addrs; i++)
+		o += (size_t)snprintf(list + o, sizeof(list) - o, "%s\"%s\"", i ? "," : "",
+				      sg_addr_str(&e->addrs[i], ip, sizeof(ip)));
+	list[o++] = ']';
+	sg_json_raw(&r.j, "addresses", list, o);
+	if (e->labels[0])
+		sg_json_raw(&r.j, "labels", e->labels, strlen(e->labels));
+	aud_rec_submit(d->audit, &r);
+}
+
+int gw_register(struct gw_daemon *d, const struct gw_reg_entry *e, char *err, size_t errsz)
+{
+	struct gw_registry *cur = gw_registry_current(d), *nr;
+	const char *conflict = NULL;
+
+	nr = gw_registry_with(cur, e, &conflict);
+	if (!nr) {
+		if (conflict)
+			snprintf(err, errsz, "an address is already registered to \"%s\"", conflict);
+		else
+			snprintf(err, errsz, "out of memory");
+		gw_registry_put(cur);
+		return conflict ? SG_EINVAL : SG_ENOMEM;
+	}
+	gw_registry_put(cur);
+	registry_swap(d, nr);
+	sg_info("sandbox %s registered", e->name);
+	audit_sandbox(d, "sandbox_start", "registered", e);
+	return 0;
+}
+
+int gw_unregister(struct gw_daemon *d, const char *name)
+{
+	struct gw_registry *cur = gw_registry_current(d), *nr;
+	const struct gw_reg_entry *e = gw_registry_find(cur, name);
+	struct gw_reg_entry copy;
+	int found;
+
+	if (!e) {
+		gw_registry_put(cur);
+		return SG_EINVAL;
+	}
+	copy = *e;
+	nr = gw_registry_without(cur, name, &found);
+	gw_registry_put(cur);
+	if (!nr)
+		return SG_ENOMEM;
+	registry_swap(d, nr);
+	sg_info("sandbox %s unregistered", name);
+	audit_sandbox(d, "sandbox_stop", "unregistered", &copy);
+	return 0;
+}
+
+void gw_metrics_text(struct gw_daemon *d, struct sg_sbuf *out)
+{
+	struct gw_metrics *ms[256];
+	struct aud_stats as;
+	uint64_t hits = 0, misses = 0, entries = 0;
+	int i;
+
+	for (i = 0; i < d->n_workers && i < 256; i++) {
+		uint64_t h, m, e;
+
+		ms[i] = &d->workers[i].metrics;
+		gw_resolver_stats(d->workers[i].resolver, &h, &m, &e);
+		hits += h;
+		misses += m;
+		entries += e;
+	}
+	gw_metrics_write(ms, (size_t)i, out);
+	memset(&as, 0, sizeof(as));
+	if (d->audit)
+		aud_stats_get(d->audit, &as);
+#define M(name, type, help, fmt, ...) sg_sbuf_printf(out, "# HELP sandgate_" name " " help "\n" \
+	"# TYPE sandgate_" name " " type "\n" "sandgate_" name fmt "\n", __VA_ARGS__)
+	M("open_connections", "gauge", "Client connections open now.", " %ld",
+	  (long)atomic_load(&d->n_conns));
+	M("accepted_total", "counter", "Client connections accepted.", " %llu",
+	  (unsigned long long)atomic_load(&d->stats.accepted));
+	sg_sbuf_printf(out, "# HELP sandgate_refused_total Connections closed at accept.\n"
+		       "# TYPE sandgate_refused_total counter\n"
+		       "sandgate_refused_total{why=\"max_connections\"} %llu\n"
+		       "sandgate_refused_total{why=\"audit_failing\"} %llu\n",
+		       (unsigned long long)atomic_load(&d->stats.refused_limit),
+		       (unsigned long long)atomic_load(&d->stats.refused_audit));
+	sg_sbuf_printf(out, "# HELP sandgate_bytes_total Bytes relayed, by direction.\n"
+		       "# TYPE sandgate_bytes_total counter\n"
+		       "sandgate_bytes_total{direction=\"up\"} %llu\n"
+		       "sandgate_bytes_total{direction=\"down\"} %llu\n",
+		       (unsigned long long)atomic_load(&d->stats.bytes_up),
+		       (unsigned long long)atomic_load(&d->stats.bytes_down));
+	sg_sbuf_printf(out, "# HELP sandgate_reloads_total Configuration reloads, by result.\n"
+		       "# TYPE sandgate_reloads_total counter\n"
+		       "sandgate_reloads_total{result=\"ok\"} %llu\n"
+		       "sandgate_reloads_total{result=\"error\"} %llu\n",
+		       (unsigned long long)atomic_load(&d->reloads_ok),
+		       (unsigned long long)atomic_load(&d->reloads_failed));
+	M("policy_generation", "gauge", "The running policy snapshot's number.", " %llu",
+	  (unsigned long long)gw_generation(d));
+	M("resolver_cache_hits_total", "counter", "Names answered from the cache.", " %llu",
+	  (unsigned long long)hits);
+	M("resolver_cache_misses_total", "counter", "Names sent to the resolver.", " %llu",
+	  (unsigned long long)misses);
+	M("resolver_cache_entries", "gauge", "Names in the cache.", " %llu",
+	  (unsigned long long)entries);
+	M("audit_records_written_total", "counter", "Audit records written.", " %llu",
+	  (unsigned long long)as.written);
+	M("audit_records_lost_total", "counter", "Audit records lost (queue full while failing).",
+	  " %llu", (unsigned long long)as.lost);
+	M("audit_failing", "gauge", "1 while audit records cannot be written.", " %d",
+	  as.failing);
+	M("audit_rotations_total", "counter", "Audit files started.", " %llu",
+	  (unsigned long long)as.rotations);
+	M("audit_syslog_dropped_total", "counter", "Records the syslog copy dropped.", " %llu",
+	  (unsigned long long)as.syslog_dropped);
+	{
+		struct gw_registry *r = gw_registry_current(d);
+
+		M("registered_sandboxes", "gauge", "Sandboxes registered through the API.",
+		  " %zu", r->n);
+		gw_registry_put(r);
+	}
+#undef M
 }
 
 /* ----------------------------------------------------------------- serve */
@@ -340,6 +538,8 @@ static int workers_start(struct gw_daemon *d, char *err, size_t errsz)
 		w->id = i;
 		w->d = d;
 		w->snap = gw_snap_ref(d->snap);
+		w->registry = gw_registry_ref(d->registry);
+		gw_metrics_init(&w->metrics);
 		w->loop = gw_loop_new();
 		if (!w->loop) {
 			snprintf(err, errsz, "event loop: %s", strerror(errno));
@@ -413,11 +613,91 @@ static void daemon_free(struct gw_daemon *d)
 			close(w->pipes[j].fds[1]);
 		}
 		gw_snap_put(w->snap);
+		if (w->registry) {
+			gw_registry_put(w->registry);
+			gw_metrics_destroy(&w->metrics);
+		}
 		gw_loop_free(w->loop);
 	}
 	free(d->workers);
 	gw_snap_put(d->snap);
+	gw_registry_put(d->registry);
 	pthread_mutex_destroy(&d->mu);
+}
+
+/*
+ * The main thread's loop: signals (signalfd) and the control API. It
+ * returns when SIGTERM or SIGINT asks for a drain.
+ */
+struct main_ctx {
+	struct gw_daemon *d;
+	struct gw_io sig;
+};
+
+static void signal_io(struct gw_loop *l, struct gw_io *io, uint32_t ev)
+{
+	struct main_ctx *m = sg_container_of(io, struct main_ctx, sig);
+	struct signalfd_siginfo si;
+	char err[512];
+
+	SG_UNUSED(ev);
+	while (read(io->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			gw_reload(m->d, err, sizeof(err));
+		} else if (si.ssi_signo == SIGUSR1) {
+			/* The writer thread reopens; a renamed file gets an
+			 * audit_rotate record at the top of the new one. */
+			aud_reopen(m->d->audit);
+			sg_info("audit: reopening the file (SIGUSR1)");
+		} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+			sg_info("draining (%s)", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+			gw_loop_stop(l);
+		}
+	}
+}
+
+static int main_loop(struct gw_daemon *d, const sigset_t *set)
+{
+	const struct sg_config *cfg = d->snap->cfg;
+	struct main_ctx m = { .d = d };
+	struct gw_loop *l = gw_loop_new();
+	struct gw_admin *admin = NULL;
+	struct aud_key token = { 0 };
+	char err[512];
+	int fd, rc = -1;
+
+	if (!l)
+		return -1;
+	fd = signalfd(-1, set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0 || gw_io_add(l, &m.sig, fd, EPOLLIN, signal_io) < 0) {
+		sg_err("signalfd: %s", strerror(errno));
+		goto out;
+	}
+	if (cfg->listen_admin) {
+		if (cfg->admin_token &&
+		    aud_key_load(cfg->admin_token, &token, err, sizeof(err)) < 0) {
+			sg_err("gateway.admin_token: %s", err);
+			goto out;
+		}
+		admin = gw_admin_start(d, l, cfg->listen_admin, (const char *)token.bytes,
+				       token.len, err, sizeof(err));
+		aud_key_free(&token);
+		if (!admin) {
+			sg_err("%s", err);
+			goto out;
+		}
+	}
+	audit_lifecycle(d, "gateway_start", "allow", "started", NULL);
+	sg_info("sandgate %s serving with %d worker%s", SG_VERSION, d->n_workers,
+		d->n_workers == 1 ? "" : "s");
+	gw_loop_run(l);
+	rc = 0;
+out:
+	gw_admin_stop(admin);
+	if (fd >= 0)
+		close(fd);
+	gw_loop_free(l);
+	return rc;
 }
 
 int gw_serve(const char *config_path, int check_only)
@@ -436,9 +716,9 @@ int gw_serve(const char *config_path, int check_only)
 		pthread_mutex_destroy(&d.mu);
 		return 1;
 	}
-	if (cfg->listen_dns || cfg->listen_admin) {
-		fprintf(stderr, "%s: gateway.listen.%s: not supported by this build yet\n",
-			config_path, cfg->listen_dns ? "dns" : "admin");
+	if (cfg->listen_dns) {
+		fprintf(stderr, "%s: gateway.listen.dns: not supported by this build yet\n",
+			config_path);
 		pol_config_free(cfg);
 		pthread_mutex_destroy(&d.mu);
 		return 1;
@@ -471,7 +751,9 @@ int gw_serve(const char *config_path, int check_only)
 	if (cfg->log_level)
 		sg_log_level_parse(cfg->log_level, &sg_log_threshold);
 	d.snap = gw_snap_new(cfg, ++d.generation);
-	if (!d.snap) {
+	d.registry = gw_registry_new();
+	if (!d.snap || !d.registry) {
+		gw_registry_put(d.registry);
 		pol_config_free(cfg);
 		pthread_mutex_destroy(&d.mu);
 		return 1;
@@ -519,26 +801,9 @@ int gw_serve(const char *config_path, int check_only)
 		sg_err("%s", err);
 		goto out;
 	}
-	audit_lifecycle(&d, "gateway_start", "allow", "started", NULL);
-	sg_info("sandgate %s serving with %d worker%s", SG_VERSION, d.n_workers,
-		d.n_workers == 1 ? "" : "s");
 
-	for (;;) {
-		siginfo_t si;
-		int sig = sigwaitinfo(&set, &si);
-
-		if (sig == SIGHUP) {
-			reload(&d);
-		} else if (sig == SIGUSR1) {
-			/* The writer thread reopens; a renamed file gets an
-			 * audit_rotate record at the top of the new one. */
-			aud_reopen(d.audit);
-			sg_info("audit: reopening the file (SIGUSR1)");
-		} else if (sig == SIGTERM || sig == SIGINT) {
-			sg_info("draining (%s)", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-			break;
-		}
-	}
+	if (main_loop(&d, &set) < 0)
+		goto out;
 	drain_and_join(&d, d.snap->cfg->drain_timeout_ms);
 	audit_lifecycle(&d, "gateway_stop", "allow", "stopped", NULL);
 	sg_info("stopped");

@@ -142,6 +142,7 @@ struct sg_config {
 	char *listen_transparent, *listen_proxy, *listen_dns, *listen_admin;
 	int workers;                    /* 0 = auto (number of cores) */
 	char *log_level;                /* owned or NULL: "error|warn|info|debug" */
+	char *admin_token;              /* owned or NULL: SPEC (file:/env:) of the TCP admin bearer token */
 
 	/* gateway.resolver */
 	char *resolver_servers;         /* owned; NULL = system, else "ip:port,ip:port" */

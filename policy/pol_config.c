@@ -604,7 +604,10 @@ static int cfg_gateway_limits(struct pol_cfg_ctx *c, const yaml_node_t *n)
 	return rc;
 }
 
-enum { GK_LISTEN, GK_WORKERS, GK_LOG_LEVEL, GK_RESOLVER, GK_LIMITS, GK_N };
+static int cfg_spec(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *key,
+		    const char *section, char **out);
+
+enum { GK_LISTEN, GK_WORKERS, GK_LOG_LEVEL, GK_RESOLVER, GK_LIMITS, GK_ADMIN_TOKEN, GK_N };
 
 static const struct pol_cfg_key gateway_keys[] = {
 	[GK_LISTEN] = { "listen", NULL },
@@ -612,6 +615,7 @@ static const struct pol_cfg_key gateway_keys[] = {
 	[GK_LOG_LEVEL] = { "log_level", NULL },
 	[GK_RESOLVER] = { "resolver", NULL },
 	[GK_LIMITS] = { "limits", NULL },
+	[GK_ADMIN_TOKEN] = { "admin_token", NULL },
 	{ "tls", "gateway.tls: TLS interception is not supported by this build yet" },
 };
 
@@ -654,6 +658,8 @@ static int cfg_gateway(struct pol_cfg_ctx *c, const yaml_node_t *n)
 		rc = cfg_gateway_resolver(c, v[GK_RESOLVER]);
 	if (!rc && v[GK_LIMITS])
 		rc = cfg_gateway_limits(c, v[GK_LIMITS]);
+	if (!rc && v[GK_ADMIN_TOKEN])
+		rc = cfg_spec(c, v[GK_ADMIN_TOKEN], "admin_token", "gateway", &cfg->admin_token);
 	return rc;
 }
 
@@ -705,24 +711,32 @@ bad:
 }
 
 /*
- * audit.key is a SPEC, never the key: an invalid value is not echoed, in
- * case someone pasted the key itself here.
+ * A key or token SPEC (audit.key, gateway.admin_token), never the secret
+ * itself: an invalid value is not echoed, in case someone pasted the
+ * secret here.
  */
-static int cfg_audit_key(struct pol_cfg_ctx *c, const yaml_node_t *n)
+static int cfg_spec(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *key,
+		    const char *section, char **out)
 {
 	const char *s;
-	int rc = pol_cfg_str(c, n, "key", "audit", &s);
+	int rc = pol_cfg_str(c, n, key, section, &s);
 
 	if (rc)
 		return rc;
 	if (!strncmp(s, "vault:", 6))
-		return pol_cfg_err(c, n, "audit.key: vault keys arrive with the vault; use "
-			       "file:PATH or env:NAME");
+		return pol_cfg_err(c, n, "%s.%s: vault keys arrive with the vault; use "
+			       "file:PATH or env:NAME", section, key);
 	if ((strncmp(s, "file:", 5) || !s[5]) && (strncmp(s, "env:", 4) || !s[4]))
-		return pol_cfg_err(c, n, "audit.key: expected file:PATH or env:NAME (the key "
-			       "itself never goes in the configuration)");
-	c->cfg->audit_key = pol_cfg_strdup(c, s, strlen(s));
-	return c->cfg->audit_key ? 0 : SG_ENOMEM;
+		return pol_cfg_err(c, n, "%s.%s: expected file:PATH or env:NAME (the %s "
+			       "itself never goes in the configuration)", section, key,
+			       !strcmp(key, "key") ? "key" : "token");
+	*out = pol_cfg_strdup(c, s, strlen(s));
+	return *out ? 0 : SG_ENOMEM;
+}
+
+static int cfg_audit_key(struct pol_cfg_ctx *c, const yaml_node_t *n)
+{
+	return cfg_spec(c, n, "key", "audit", &c->cfg->audit_key);
 }
 
 static int cfg_audit_syslog(struct pol_cfg_ctx *c, const yaml_node_t *n)
@@ -1410,6 +1424,7 @@ void pol_config_free(struct sg_config *cfg)
 	free(cfg->hosts);
 	free(cfg->resolver_servers);
 	free(cfg->log_level);
+	free(cfg->admin_token);
 	free(cfg->audit_path);
 	free(cfg->audit_key);
 	free(cfg->audit_syslog);

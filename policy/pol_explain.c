@@ -182,14 +182,18 @@ static int ex_resolve(const struct sg_config *cfg, const char *name, struct ex_r
 		ares_socket_t socks[ARES_GETSOCK_MAXNUM];
 		struct pollfd pfd[ARES_GETSOCK_MAXNUM];
 		struct timeval tv, *tvp;
-		int bits = ares_getsock(ch, socks, ARES_GETSOCK_MAXNUM), i, n = 0, ms;
+		/* the bits by hand: c-ares' ARES_GETSOCK_WRITABLE shifts a
+		 * signed 1 into the sign bit for the last socket */
+		unsigned bits = (unsigned)ares_getsock(ch, socks, ARES_GETSOCK_MAXNUM);
+		int i, n = 0, ms;
 
 		for (i = 0; i < ARES_GETSOCK_MAXNUM; i++) {
-			if (!ARES_GETSOCK_READABLE(bits, i) && !ARES_GETSOCK_WRITABLE(bits, i))
+			unsigned rd = bits & 1u << i, wr = bits & 1u << (i + ARES_GETSOCK_MAXNUM);
+
+			if (!rd && !wr)
 				continue;
 			pfd[n].fd = socks[i];
-			pfd[n].events = (short)((ARES_GETSOCK_READABLE(bits, i) ? POLLIN : 0) |
-						(ARES_GETSOCK_WRITABLE(bits, i) ? POLLOUT : 0));
+			pfd[n].events = (short)((rd ? POLLIN : 0) | (wr ? POLLOUT : 0));
 			pfd[n++].revents = 0;
 		}
 		tvp = ares_timeout(ch, NULL, &tv);

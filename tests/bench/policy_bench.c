@@ -6,6 +6,7 @@
  * pol_eval latency over a million random queries (median, p99).
  *
  *   policy_bench [-d DOMAINS] [-c CIDRS] [-r REGEXES] [-q QUERIES] [-s SEED]
+ *                [-o FILE]     (keep the generated policy in FILE)
  *
  * Built and run by policy_bench.sh against build/rel. Not a test: it
  * prints a table and the goals next to the figures. Single-threaded; the
@@ -268,6 +269,7 @@ int main(int argc, char **argv)
 {
 	struct opts o = { 100000, 100000, 100, 1000000 };
 	char path[] = "/tmp/policy_bench.XXXXXX", err[512], name[256];
+	const char *keep = NULL, *file = path;
 	struct mallinfo2 m0, m1;
 	struct sg_config *cfg = NULL;
 	struct pol_verdict v;
@@ -282,10 +284,11 @@ int main(int argc, char **argv)
 	int fd, opt;
 	FILE *f;
 
-	while ((opt = getopt(argc, argv, "d:c:r:q:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:c:r:q:s:o:")) != -1) {
 		uint32_t val = (uint32_t)strtoul(optarg, NULL, 10);
 
 		switch (opt) {
+		case 'o': keep = optarg; break;
 		case 'd': o.domains = val; break;
 		case 'c': o.cidrs = val; break;
 		case 'r': o.regexes = val; break;
@@ -293,7 +296,7 @@ int main(int argc, char **argv)
 		case 's': rng_state = val ? val : 1; break;
 		default:
 			fprintf(stderr, "usage: %s [-d DOMAINS] [-c CIDRS] [-r REGEXES] "
-				"[-q QUERIES] [-s SEED]\n", argv[0]);
+				"[-q QUERIES] [-s SEED] [-o FILE]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -301,11 +304,15 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		return 1;
 	close(fd);
-	if (write_policy(path, &o, &n_v4, &n_v6)) {
-		perror(path);
+	if (keep) {
+		unlink(path);
+		file = keep;
+	}
+	if (write_policy(file, &o, &n_v4, &n_v6)) {
+		perror(file);
 		return 1;
 	}
-	f = fopen(path, "r");
+	f = fopen(file, "r");
 	fseek(f, 0, SEEK_END);
 	printf("policy_bench: %u domain rules, %u CIDRs (%u v4, %u v6), %u regexes; "
 	       "%.1f MB of YAML\n\n", o.domains, o.cidrs, n_v4, n_v6, o.regexes,
@@ -315,9 +322,10 @@ int main(int argc, char **argv)
 	m0 = mallinfo2();
 	rss0 = rss_kb();
 	t0 = now_s();
-	if (pol_config_load(path, &cfg, err, sizeof(err))) {
+	if (pol_config_load(file, &cfg, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);
-		unlink(path);
+		if (!keep)
+			unlink(path);
 		return 1;
 	}
 	t_load = now_s() - t0;
@@ -325,7 +333,8 @@ int main(int argc, char **argv)
 	/* give back what the YAML tree used, so RSS shows what stays */
 	malloc_trim(0);
 	rss1 = rss_kb();
-	unlink(path);
+	if (!keep)
+		unlink(path);
 
 	/* queries made up front: the loop times pol_eval alone */
 	qs = calloc(o.queries, sizeof(*qs));
