@@ -579,24 +579,13 @@ static void run_tunnel_peek(struct gw_conn *c, int final)
 	struct tls_hello th;
 	int rc;
 
-	if (hs->cout.off < hs->cout.len) {
-		rc = 0;
-		while (hs->cout.off < hs->cout.len && c->c_wr) {
-			ssize_t n = send(c->cio.fd, hs->cout.p + hs->cout.off,
-					 hs->cout.len - hs->cout.off, MSG_NOSIGNAL);
-
-			if (n > 0)
-				hs->cout.off += (size_t)n;
-			else if (n < 0 && errno == EAGAIN)
-				c->c_wr = 0;
-			else if (n < 0 && errno != EINTR) {
-				gw_conn_close(c, "client write failed");
-				return;
-			}
-		}
-		if (hs->cout.off < hs->cout.len)
-			return;
+	rc = gw_out_flush(c->cio.fd, &hs->cout, &c->c_wr);
+	if (rc < 0) {
+		gw_conn_close(c, "client write failed");
+		return;
 	}
+	if (rc == 0)
+		return;
 	rc = read_more(c);
 	if (rc == -2 || (rc == -1 && hs->len == 0)) {
 		gw_conn_close(c, "client gone");
@@ -972,22 +961,13 @@ static void conn_run(struct gw_conn *c)
 		gw_relay_run(c);
 		break;
 	case CS_SEND_ERROR: {
-		struct gw_hs *hs = c->hs;
+		int rc = gw_out_flush(c->cio.fd, &c->hs->cout, &c->c_wr);
 
-		while (hs->cout.off < hs->cout.len && c->c_wr) {
-			ssize_t n = send(c->cio.fd, hs->cout.p + hs->cout.off,
-					 hs->cout.len - hs->cout.off, MSG_NOSIGNAL);
-
-			if (n > 0)
-				hs->cout.off += (size_t)n;
-			else if (n < 0 && errno == EAGAIN)
-				c->c_wr = 0;
-			else if (n < 0 && errno != EINTR) {
-				gw_conn_close(c, "client write failed");
-				return;
-			}
+		if (rc < 0) {
+			gw_conn_close(c, "client write failed");
+			return;
 		}
-		if (hs->cout.off < hs->cout.len)
+		if (rc == 0)
 			return;
 		/* Lingering close: shut our side and read until the client
 		 * closes, so unread request bytes do not turn into a reset that

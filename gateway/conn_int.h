@@ -104,6 +104,9 @@ struct gw_conn {
 };
 
 /* relay.c */
+/* Write o out while fd takes it: 1 all sent, 0 would block (*wr_ready
+ * cleared), or a negative errno. */
+int gw_out_flush(int fd, struct out_buf *o, unsigned *wr_ready);
 void gw_relay_start(struct gw_conn *c);
 void gw_relay_run(struct gw_conn *c);
 void gw_relay_release(struct gw_conn *c);

@@ -66,7 +66,7 @@ void gw_relay_release(struct gw_conn *c)
 	dir_release(c->w, &c->u2c);
 }
 
-static int out_flush(int fd, struct out_buf *o, unsigned *wr_ready)
+int gw_out_flush(int fd, struct out_buf *o, unsigned *wr_ready)
 {
 	while (o->off < o->len) {
 		ssize_t n = send(fd, o->p + o->off, o->len - o->off, MSG_NOSIGNAL);
@@ -223,7 +223,7 @@ void gw_relay_run(struct gw_conn *c)
 
 	if (hs) {
 		/* What we hold for the upstream goes first, in order. */
-		int rc = out_flush(c->uio.fd, &hs->uout, &c->u_wr);
+		int rc = gw_out_flush(c->uio.fd, &hs->uout, &c->u_wr);
 
 		if (rc < 0) {
 			gw_conn_close(c, "upstream write failed");
@@ -233,7 +233,7 @@ void gw_relay_run(struct gw_conn *c)
 			return;
 		c->c2u.bytes += hs->uout.len;
 		if (hs->cout.off < hs->cout.len) {
-			rc = out_flush(c->cio.fd, &hs->cout, &c->c_wr);
+			rc = gw_out_flush(c->cio.fd, &hs->cout, &c->c_wr);
 			if (rc < 0) {
 				gw_conn_close(c, "client write failed");
 				return;

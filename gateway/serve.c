@@ -396,6 +396,16 @@ int gw_unregister(struct gw_daemon *d, const char *name)
 	return 0;
 }
 
+/* A counter with one label taking two values. */
+static void metric_pair(struct sg_sbuf *out, const char *name, const char *help,
+			const char *label, const char *a, uint64_t va, const char *b, uint64_t vb)
+{
+	sg_sbuf_printf(out, "# HELP sandgate_%s %s\n# TYPE sandgate_%s counter\n"
+		       "sandgate_%s{%s=\"%s\"} %llu\nsandgate_%s{%s=\"%s\"} %llu\n",
+		       name, help, name, name, label, a, (unsigned long long)va,
+		       name, label, b, (unsigned long long)vb);
+}
+
 void gw_metrics_text(struct gw_daemon *d, struct sg_sbuf *out)
 {
 	struct gw_metrics *ms[256];
@@ -422,24 +432,14 @@ void gw_metrics_text(struct gw_daemon *d, struct sg_sbuf *out)
 	  (long)atomic_load(&d->n_conns));
 	M("accepted_total", "counter", "Client connections accepted.", " %llu",
 	  (unsigned long long)atomic_load(&d->stats.accepted));
-	sg_sbuf_printf(out, "# HELP sandgate_refused_total Connections closed at accept.\n"
-		       "# TYPE sandgate_refused_total counter\n"
-		       "sandgate_refused_total{why=\"max_connections\"} %llu\n"
-		       "sandgate_refused_total{why=\"audit_failing\"} %llu\n",
-		       (unsigned long long)atomic_load(&d->stats.refused_limit),
-		       (unsigned long long)atomic_load(&d->stats.refused_audit));
-	sg_sbuf_printf(out, "# HELP sandgate_bytes_total Bytes relayed, by direction.\n"
-		       "# TYPE sandgate_bytes_total counter\n"
-		       "sandgate_bytes_total{direction=\"up\"} %llu\n"
-		       "sandgate_bytes_total{direction=\"down\"} %llu\n",
-		       (unsigned long long)atomic_load(&d->stats.bytes_up),
-		       (unsigned long long)atomic_load(&d->stats.bytes_down));
-	sg_sbuf_printf(out, "# HELP sandgate_reloads_total Configuration reloads, by result.\n"
-		       "# TYPE sandgate_reloads_total counter\n"
-		       "sandgate_reloads_total{result=\"ok\"} %llu\n"
-		       "sandgate_reloads_total{result=\"error\"} %llu\n",
-		       (unsigned long long)atomic_load(&d->reloads_ok),
-		       (unsigned long long)atomic_load(&d->reloads_failed));
+	metric_pair(out, "refused_total", "Connections closed at accept.", "why",
+		    "max_connections", atomic_load(&d->stats.refused_limit),
+		    "audit_failing", atomic_load(&d->stats.refused_audit));
+	metric_pair(out, "bytes_total", "Bytes relayed, by direction.", "direction",
+		    "up", atomic_load(&d->stats.bytes_up),
+		    "down", atomic_load(&d->stats.bytes_down));
+	metric_pair(out, "reloads_total", "Configuration reloads, by result.", "result",
+		    "ok", atomic_load(&d->reloads_ok), "error", atomic_load(&d->reloads_failed));
 	M("policy_generation", "gauge", "The running policy snapshot's number.", " %llu",
 	  (unsigned long long)gw_generation(d));
 	M("resolver_cache_hits_total", "counter", "Names answered from the cache.", " %llu",
