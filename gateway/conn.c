@@ -845,7 +845,7 @@ static void addresses_ready(struct gw_conn *c, const struct gw_resolve_result *r
 		return;
 	}
 	/* Nothing to judge: the name did not resolve. */
-	if (c->allowed) {
+	if (c->name_allowed) {
 		/* The name alone was allowed; the failure is the resolver's. */
 		refuse(c, res->status == GW_RESOLVE_TIMEOUT ? 504 : 502,
 		       res->status == GW_RESOLVE_NXDOMAIN ? "resolve_nxdomain" :
@@ -892,6 +892,7 @@ static void decide(struct gw_conn *c)
 		/* Remember the name-phase verdict: if resolution then fails,
 		 * it says whether the name itself was allowed. */
 		c->allowed = v.decision == POL_ALLOW;
+		c->name_allowed = c->allowed || v.name_allowed;
 		if (c->allowed)
 			set_verdict(c, &v);
 		sh = static_lookup(cfg_of(c), c->host);

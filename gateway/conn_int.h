@@ -95,6 +95,7 @@ struct gw_conn {
 	const char *reason;             /* static */
 	const char *rule_id;            /* borrowed from snap */
 	int allowed;
+	int name_allowed;               /* the name itself was allowed (before addresses) */
 	char method[16];
 	char path[256];
 	int status;                     /* our own response status, 0 when relayed */

@@ -89,6 +89,8 @@ static int ex_parse_target(const char *s, struct ex_target *t, char *err, size_t
 	int defport = 443;
 
 	memset(t, 0, sizeof(*t));
+	/* Only schemes whose default port is certain: guessing one for
+	 * ftp:// or a typo would explain a connection nobody makes. */
 	sep = strstr(s, "://");
 	if (sep) {
 		defport = ex_scheme_port(s, (size_t)(sep - s));
@@ -105,6 +107,8 @@ static int ex_parse_target(const char *s, struct ex_target *t, char *err, size_t
 	if (at > auth)
 		auth = at;
 	alen = (size_t)(end - auth);
+	/* A bare IPv6 address has colons sg_hostport_split would read as a
+	 * port: try the whole authority as an address first. */
 	if (alen && alen < sizeof(host)) {
 		memcpy(host, auth, alen);
 		host[alen] = '\0';
@@ -122,6 +126,7 @@ static int ex_parse_target(const char *s, struct ex_target *t, char *err, size_t
 		sg_addr_str(&t->ip, t->host, sizeof(t->host));
 		return 0;
 	}
+	/* the gateway judges names lower-case without the trailing dot */
 	if (sg_host_normalize(host, strlen(host), t->host) < 0)
 		goto bad;
 	return 0;
@@ -174,6 +179,8 @@ static int ex_resolve(const struct sg_config *cfg, const char *name, struct ex_r
 		ares_destroy(ch);
 		return SG_EIO;
 	}
+	/* A and AAAA in the server's order, like the gateway: sorting would
+	 * change which address decides. */
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_flags = ARES_AI_NOSORT;
@@ -223,6 +230,8 @@ static const struct pol_static_host *ex_static(const struct sg_config *cfg, cons
 	return NULL;
 }
 
+/* One address as the gateway would judge it: with the name (domain rules
+ * and the internal-address guard apply), static answers exempt. */
 static void ex_judge_addr(struct ex *x, const struct sg_addr *a, int is_static)
 {
 	struct ex_addr *e = &x->addrs[x->n_addrs++];
@@ -265,6 +274,8 @@ static int ex_run(struct ex *x, char *err, size_t errsz)
 		x->final = x->name_v;
 		return 0;
 	}
+	/* resolver.hosts answers are the operator's own: never sent to DNS,
+	 * and exempt from the internal-address guard */
 	sh = ex_static(x->cfg, x->t.host);
 	if (sh) {
 		x->resolution = "static";
@@ -468,6 +479,12 @@ static void ex_json_verdict(struct sg_json *j, const struct sg_config *cfg,
 	sg_json_str(j, "list", *list ? list : NULL);
 }
 
+/*
+ * One object. sg_json writes flat objects into fixed buffers; the nested
+ * parts (name_phase, each address) are written on their own and spliced
+ * in as raw fragments. Sizes: a target is bounded by the command line,
+ * eight addresses by EX_MAX_ADDRS.
+ */
 static int ex_print_json(const struct ex *x, FILE *out, char *err, size_t errsz)
 {
 	char *buf = malloc(EX_JSON_MAX), *arr = malloc(EX_JSON_MAX), one[2048], ip[64];
@@ -559,6 +576,7 @@ int pol_explain(const struct sg_config *cfg, const struct pol_explain_opts *o,
 	rc = ex_parse_target(o->target, &x.t, err, errsz);
 	if (rc)
 		return rc;
+	/* by name, the way an adapter registers one; no match: unknown source */
 	x.sbx = pol_sandbox_by_name(cfg, o->sandbox);
 	rc = ex_run(&x, err, errsz);
 	if (rc)

@@ -40,6 +40,8 @@ static int cfg_domain(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *w
 
 	if (rc)
 		return rc;
+	/* positions of every pattern: `policy check` points at the one
+	 * that is duplicated or shadowed, not just its rule */
 	pol_cfg_pos(n, &d->line, &d->col);
 	if (!strncmp(s, "**.", 3)) {
 		d->kind = POL_DOM_MANY;
@@ -367,6 +369,8 @@ static int cfg_regex_one(struct pol_cfg_ctx *c, const yaml_node_t *n, const char
 		rc = pol_cfg_nomem(c);
 		goto out;
 	}
+	/* the limit goes in front of the user's pattern: it can only lower
+	 * it with its own (*LIMIT_MATCH=), never raise it */
 	memcpy(full, POL_RE_PREFIX, plen);
 	memcpy(full + plen, s, len + 1);
 	/* Anchored at both ends: a full match, whatever ^ and $ say. */
@@ -374,6 +378,7 @@ static int cfg_regex_one(struct pol_cfg_ctx *c, const yaml_node_t *n, const char
 				 PCRE2_CASELESS | PCRE2_ANCHORED | PCRE2_ENDANCHORED,
 				 &ec, &off, NULL);
 	if (!re->code) {
+		/* the offset is into what the user wrote, not our prefix */
 		pcre2_get_error_message(ec, (PCRE2_UCHAR *)msg, sizeof(msg));
 		rc = pol_cfg_err(c, n, "regex \"%s\" in %s: %s at offset %zu", s, where,
 				 msg, (size_t)(off > plen ? off - plen : 0));
@@ -413,6 +418,7 @@ static int cfg_regex(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *wh
 	if (!r->regex)
 		return SG_ENOMEM;
 	r->n_regex = cnt;
+	/* one pattern is common enough to be written without a list */
 	if (n->type != YAML_SEQUENCE_NODE)
 		return cfg_regex_one(c, n, where, &r->regex[0]);
 	for (i = 0; i < cnt; i++) {
@@ -481,6 +487,8 @@ static int cfg_asn(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *wher
 	if (rc)
 		return rc;
 	pol_cfg_pos(n, &g->line, &g->col);
+	/* "AS64512" as registries write it, or the bare number; digits only
+	 * after that, so " 64512" or "0x..." are not quietly accepted */
 	p = (s[0] == 'A' || s[0] == 'a') && (s[1] == 'S' || s[1] == 's') ? s + 2 : s;
 	if (!*p || strspn(p, "0123456789") != strlen(p) || strlen(p) > 10 ||
 	    (p[0] == '0' && p[1]) || sg_int_parse(p, 1, 4294967294LL, &v))

@@ -11,6 +11,8 @@
 #   192.0.2.0/24      (no country) AS64502
 #   203.0.113.0/24    registered_country ZZ only  AS64502
 #   2001:db8:1::/48   country ZZ  AS64500
+#   127.0.0.0/8       country XL  AS64510   (loopback: end-to-end tests
+#   127.0.0.2/32      country XQ  AS64511    through the gateway)
 # Needs Debian's libmaxmind-db-writer-perl. Exit 77 (skip) without it.
 use strict;
 use warnings;
@@ -54,6 +56,8 @@ $c->insert_network('198.18.1.0/24', { country => { iso_code => 'XY' } });
 $c->insert_network('198.51.100.0/24', { country => { iso_code => 'XY' } });
 $c->insert_network('203.0.113.0/24', { registered_country => { iso_code => 'ZZ' } });
 $c->insert_network('2001:db8:1::/48', { country => { iso_code => 'ZZ' } });
+$c->insert_network('127.0.0.0/8', { country => { iso_code => 'XL' } });
+$c->insert_network('127.0.0.2/32', { country => { iso_code => 'XQ' } });
 write_tree($c, "$dir/country.mmdb");
 
 my $a = tree('sandgate-test-ASN');
@@ -64,4 +68,6 @@ $a->insert_network('198.51.100.0/24', { autonomous_system_number => 64501 });
 $a->insert_network('192.0.2.0/24', { autonomous_system_number => 64502 });
 $a->insert_network('203.0.113.0/24', { autonomous_system_number => 64502 });
 $a->insert_network('2001:db8:1::/48', { autonomous_system_number => 64500 });
+$a->insert_network('127.0.0.0/8', { autonomous_system_number => 64510 });
+$a->insert_network('127.0.0.2/32', { autonomous_system_number => 64511 });
 write_tree($a, "$dir/asn.mmdb");

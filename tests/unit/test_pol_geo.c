@@ -6,7 +6,8 @@
  *
  * The test data (mkmmdb.pl): 198.18.0.0/24 ZZ AS64500; 198.18.1.0/24 XY;
  * 198.18.2.0/24 AS64501; 198.51.100.0/24 XY AS64501; 192.0.2.0/24 AS64502;
- * 203.0.113.0/24 registered ZZ AS64502; 2001:db8:1::/48 ZZ AS64500.
+ * 203.0.113.0/24 registered ZZ AS64502; 2001:db8:1::/48 ZZ AS64500;
+ * 127.0.0.0/8 XL AS64510 and 127.0.0.2 XQ AS64511 (for policy_gateway.sh).
  */
 #include <errno.h>
 #include <setjmp.h>
