@@ -7,8 +7,8 @@
 #   CC=clang        any C11 compiler; gcc and clang are both kept warning-free
 
 CC      ?= cc
-LIBS    := openssl libnghttp2 libcares libmaxminddb libpcre2-8 yaml-0.1
-SRCDIRS := lib tls policy audit gateway
+LIBS    := openssl libnghttp2 libcares libmaxminddb libpcre2-8 yaml-0.1 libseccomp
+SRCDIRS := lib tls policy audit gateway adapters
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
 
 ifeq ($(SAN),1)

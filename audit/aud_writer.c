@@ -47,6 +47,8 @@
 #define SHUTDOWN_TRIES 50       /* x RETRY_MS: give up on a dead disk at exit */
 #define TAIL_MAX (64 * 1024)    /* enough for several records of AUD_LINE_MAX */
 #define KEEP_DEFAULT 10
+#define AUD_NAP_MS 2            /* batch records for this long before sleeping */
+#define AUD_WAKE_BATCH 512      /* queued records that wake a napping writer early */
 
 struct qrec {
 	struct qrec *next;
@@ -72,6 +74,7 @@ struct aud_writer {
 	/* shared with submitters */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	int sleeping;                   /* in an untimed wait: submitters must signal (mu) */
 	struct qrec *head, *tail;       /* owned queue, under mu */
 	int stop, reopen;               /* under mu */
 	atomic_size_t queued;           /* queue + pend, for queue_max */
@@ -880,7 +883,7 @@ static void drop_all(struct aud_writer *a)
 static void *writer_main(void *arg)
 {
 	struct aud_writer *a = arg;
-	int give_up = 0;
+	int give_up = 0, napped = 0;
 
 	pthread_mutex_lock(&a->mu);
 	for (;;) {
@@ -889,11 +892,22 @@ static void *writer_main(void *arg)
 		while (!a->head && !a->stop && !a->reopen && !a->pend) {
 			int64_t d = tick_deadline(a);
 
-			if (!d)
+			if (d) {
+				if (wait_until(a, d) == ETIMEDOUT)
+					break;
+			} else if (!napped) {
+				/* Nap before sleeping for good: records that arrive
+				 * meanwhile are collected without waking us one by
+				 * one (submitters only signal a sleeping writer). */
+				napped = 1;
+				wait_until(a, mono_ms() + AUD_NAP_MS);
+			} else {
+				a->sleeping = 1;
 				pthread_cond_wait(&a->cv, &a->mu);
-			else if (wait_until(a, d) == ETIMEDOUT)
-				break;
+				a->sleeping = 0;
+			}
 		}
+		napped = 0;
 		pend_take_queue(a);
 		reopen = a->reopen;
 		a->reopen = 0;
@@ -1091,7 +1105,10 @@ int aud_submit(struct aud_writer *a, const char *body, size_t len)
 	else
 		a->head = q;
 	a->tail = q;
-	pthread_cond_signal(&a->cv);
+	/* A napping writer comes back within AUD_NAP_MS on its own; wake it
+	 * early only when it sleeps for good or a batch is already large. */
+	if (a->sleeping || atomic_load(&a->queued) >= AUD_WAKE_BATCH)
+		pthread_cond_signal(&a->cv);
 	pthread_mutex_unlock(&a->mu);
 	return 0;
 }

@@ -16,6 +16,7 @@
 #include "sg_log.h"
 #include "audit/aud.h"
 #include "gateway/conn_int.h"
+#include "gateway/dns.h"
 #include "gateway/http1.h"
 #include "tls/tls_hello.h"
 #include "sg_poison.h"
@@ -71,7 +72,9 @@ static void audit_conn(struct gw_conn *c)
 	snprintf(src, sizeof(src), c->src.family == AF_INET6 ? "[%s]:%u" : "%s:%u",
 		 ip, c->src_port);
 	sg_json_str(&r.j, "src", src);
-	sg_json_str(&r.j, "dst_host", c->has_name ? c->host : NULL);
+	sg_json_str(&r.j, "dst_host", c->has_name || c->host_from_dns ? c->host : NULL);
+	if (c->host_from_dns)
+		sg_json_str(&r.j, "dst_host_source", "dns");
 	if (c->has_dst)
 		sg_json_str(&r.j, "dst_ip", sg_addr_str(&c->dst, ip, sizeof(ip)));
 	else if (c->has_odst)
@@ -148,10 +151,10 @@ void gw_conn_close(struct gw_conn *c, const char *why)
 	gw_timer_cancel(w->loop, &c->timer);
 	hs_free(c);
 	gw_relay_release(c);
-	gw_io_del(w->loop, &c->cio);
+	gw_io_forget(&c->cio);
 	close(c->cio.fd);
 	if (c->uio.fd >= 0) {
-		gw_io_del(w->loop, &c->uio);
+		gw_io_forget(&c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
@@ -203,7 +206,7 @@ static void refuse(struct gw_conn *c, int status, const char *reason)
 		c->status = status;
 	audit_conn(c);
 	if (c->uio.fd >= 0) {
-		gw_io_del(c->w->loop, &c->uio);
+		gw_io_forget(&c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
@@ -727,7 +730,7 @@ static void upstream_io(struct gw_loop *l, struct gw_io *io, uint32_t ev)
 			sg_debug("connect %s port %u: %s",
 				 sg_addr_str(&c->hs->addrs[c->hs->idx], ip, sizeof(ip)),
 				 c->port, strerror(err));
-			gw_io_del(c->w->loop, &c->uio);
+			gw_io_forget(&c->uio);
 			close(c->uio.fd);
 			c->uio.fd = -1;
 			c->hs->idx++;
@@ -913,6 +916,12 @@ static void decide(struct gw_conn *c)
 		c->dst = c->odst;
 		c->has_dst = 1;
 	}
+	/* DNS responder hook: name the record after what the sandbox was
+	 * told this address is. Only the record: the decision below is on
+	 * the address alone, as before. */
+	if (c->has_odst && !c->dst_is_literal &&
+	    gw_dns_learned_host(c->w, &c->src, &c->odst, c->host))
+		c->host_from_dns = 1;
 	if (!c->has_dst) {
 		deny(c, "no_destination", NULL);
 		return;
@@ -1035,7 +1044,7 @@ static void conn_timer(struct gw_loop *l, struct gw_timer *t)
 		refuse(c, 400, "handshake_timeout");
 		break;
 	case CS_CONNECT:
-		gw_io_del(l, &c->uio);
+		gw_io_forget(&c->uio);
 		close(c->uio.fd);
 		c->uio.fd = -1;
 		c->hs->idx++;
@@ -1088,7 +1097,7 @@ void gw_conn_accept(struct gw_worker *w, struct gw_listener *ls, int fd)
 	struct gw_conn *c;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	int one = 1, p;
+	int p;
 	const struct sg_config *cfg = w->snap->cfg;
 
 	atomic_fetch_add(&d->stats.accepted, 1);
@@ -1123,7 +1132,7 @@ void gw_conn_accept(struct gw_worker *w, struct gw_listener *ls, int fd)
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
 	    (p = sg_addr_from_sa((struct sockaddr *)&ss, &c->src)) >= 0)
 		c->src_port = (uint16_t)p;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* TCP_NODELAY is inherited from the listening socket. */
 	/* Identity is the source address: a sandbox registered at run time
 	 * (by an adapter, through the control API) first, then the static
 	 * sources of the policy. Never anything the client says. */
@@ -1147,9 +1156,10 @@ void gw_conn_accept(struct gw_worker *w, struct gw_listener *ls, int fd)
 		/* Redirected connections have an original destination that is
 		 * not us; one made straight to the listener has none. */
 		if (original_dst(fd, &c->odst, &c->odst_port, c->src.family) == 0 &&
-		    !(getsockname(fd, (struct sockaddr *)&ls_ss, &ll) == 0 &&
-		      sg_addr_from_sa((struct sockaddr *)&ls_ss, &local) == c->odst_port &&
-		      sg_addr_eq(&local, &c->odst)))
+		    (c->odst_port != ls->port ||
+		     !(getsockname(fd, (struct sockaddr *)&ls_ss, &ll) == 0 &&
+		       sg_addr_from_sa((struct sockaddr *)&ls_ss, &local) == c->odst_port &&
+		       sg_addr_eq(&local, &c->odst))))
 			c->has_odst = 1;
 		c->port = c->odst_port;
 		c->state = CS_PEEK;

@@ -81,6 +81,8 @@ struct gw_conn {
 	unsigned c_rd, c_wr, u_rd, u_wr;        /* edge-triggered readiness */
 	unsigned has_odst:1, has_name:1, has_dst:1, dst_is_literal:1;
 	unsigned audited:1, would_deny:1, http:1, tls_seen:1, status_peeked:1;
+	unsigned host_from_dns:1;       /* no name of its own: host is what the DNS responder
+					 * answered the sandbox for odst (audit only, never judged) */
 	struct gw_timer timer;
 	enum gw_listener_kind kind;
 	enum conn_state state;

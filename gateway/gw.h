@@ -21,6 +21,8 @@
 struct aud_writer;
 struct gw_resolver;
 struct gw_conn;
+struct gw_dns;                  /* dns.h */
+struct gw_dns_worker;           /* dns.h */
 
 /* An immutable config plus a refcount; connections pin the one they started with. */
 struct gw_snap {
@@ -39,6 +41,7 @@ struct gw_listener {
 	struct gw_io io;
 	enum gw_listener_kind kind;
 	struct gw_worker *w;    /* borrowed */
+	int port;               /* bound port: a connection "redirected" to it was not */
 };
 
 struct gw_pipe {
@@ -72,6 +75,7 @@ struct gw_worker {
 	struct gw_pipe pipes[GW_PIPE_POOL];
 	int n_pipes;
 	int draining;
+	struct gw_dns_worker *dns;      /* owned (freed by gw_dns_free); NULL without listen.dns */
 };
 
 struct gw_daemon {
@@ -89,6 +93,7 @@ struct gw_daemon {
 	atomic_int drain;               /* SIGTERM: stop accepting, finish */
 	atomic_int stop_now;            /* drain timed out: close everything */
 	struct gw_stats stats;
+	struct gw_dns *dns;             /* owned: the DNS responder's shared state, or NULL */
 	/* bound addresses, for the log and for --check */
 	int listen_fds[2][64];          /* [kind][worker] */
 };

@@ -9,6 +9,7 @@
 
 #include "sg.h"
 #include "sg_log.h"
+#include "adapters/ad.h"
 #include "audit/aud_cmd.h"
 #include "gateway/serve.h"
 #include "policy/pol.h"
@@ -23,11 +24,14 @@ static int usage(FILE *f)
 		"       sandgate audit verify [-c CONFIG | --key SPEC] [--anchor FILE] FILE...\n"
 		"       sandgate audit query [filters] FILE...\n"
 		"       sandgate audit report [-c CONFIG | --key SPEC] --html OUT FILE...\n"
+		"       sandgate run [-c FILE] [--backend container|gvisor|microvm] [--sandbox NAME]\n"
+		"                    [--workspace DIR] [--rootfs DIR] [--gateway unix:PATH] -- CMD [ARG...]\n"
 		"       sandgate version\n"
 		"\n"
 		"serve   run the gateway (SIGHUP reloads, SIGTERM drains, SIGUSR1 reopens the audit file)\n"
 		"policy  check validates a configuration file and exits 0 (valid, warnings allowed) or 1;\n"
 		"        explain shows what the policy decides for a destination: exit 0 allowed, 1 denied\n"
+		"run     runs CMD in a fresh sandbox whose only network is sandgate; exits with CMD's status\n"
 		"audit   verify checks the hash chain: exit 0 ok, 1 tampered (FILE:LINE: why);\n"
 		"        query filters records, report writes an HTML report for reviewers\n");
 	return f == stderr ? 2 : 0;
@@ -179,6 +183,8 @@ int main(int argc, char **argv)
 		rc = cmd_policy(argc - 2, argv + 2);
 	else if (!strcmp(argv[1], "audit"))
 		rc = cmd_audit(argc - 2, argv + 2);
+	else if (!strcmp(argv[1], "run"))
+		rc = ad_run_main(argc - 2, argv + 2);
 	else {
 		fprintf(stderr, "sandgate: unknown command \"%s\"\n", argv[1]);
 		rc = usage(stderr);

@@ -260,11 +260,28 @@ static void addrinfo_cb(void *arg, int status, int timeouts, struct ares_addrinf
 		}
 	if (status == ARES_SUCCESS && ai) {
 		struct ares_addrinfo_node *n;
+		size_t n4 = 0, n6 = 0, k4, k6;
+		struct sg_addr a;
 
+		/* The slots are shared by the families fairly: a name with
+		 * many AAAA records must still yield its A records (the DNS
+		 * responder answers each family from this one result). */
+		for (n = ai->nodes; n; n = n->ai_next) {
+			if (n->ai_family == AF_INET)
+				n4++;
+			else if (n->ai_family == AF_INET6)
+				n6++;
+		}
+		k4 = SG_MIN(n4, SG_MAX((size_t)GW_RESOLVE_MAX_ADDRS / 2,
+				       (size_t)GW_RESOLVE_MAX_ADDRS - SG_MIN(n6, (size_t)GW_RESOLVE_MAX_ADDRS)));
+		k6 = SG_MIN(n6, (size_t)GW_RESOLVE_MAX_ADDRS - k4);
 		for (n = ai->nodes; n && res.n < GW_RESOLVE_MAX_ADDRS; n = n->ai_next) {
-			if (sg_addr_from_sa(n->ai_addr, &res.addrs[res.n]) < 0)
+			size_t *k = n->ai_family == AF_INET ? &k4 : &k6;
+
+			if (*k == 0 || sg_addr_from_sa(n->ai_addr, &a) < 0)
 				continue;
-			res.n++;
+			(*k)--;
+			res.addrs[res.n++] = a;
 			if ((int64_t)n->ai_ttl * 1000 < ttl)
 				ttl = (int64_t)n->ai_ttl * 1000;
 		}
@@ -276,10 +293,13 @@ static void addrinfo_cb(void *arg, int status, int timeouts, struct ares_addrinf
 	} else {
 		res.status = GW_RESOLVE_FAILED;
 	}
-	if (res.status == GW_RESOLVE_OK)
-		cache_put(r, q->name, &res, SG_MAX(r->min_ttl, SG_MIN(ttl, r->max_ttl)));
-	else if (res.status == GW_RESOLVE_NXDOMAIN)
+	if (res.status == GW_RESOLVE_OK) {
+		res.ttl_ms = SG_MAX(r->min_ttl, SG_MIN(ttl, r->max_ttl));
+		cache_put(r, q->name, &res, res.ttl_ms);
+	} else if (res.status == GW_RESOLVE_NXDOMAIN) {
+		res.ttl_ms = r->neg_ttl;
 		cache_put(r, q->name, &res, r->neg_ttl);
+	}
 	sg_debug("resolve %s: %s (%zu addresses)", q->name,
 		 gw_resolve_status_str(res.status), res.n);
 	/* Waiters get their copy now and their callback before the loop
@@ -305,6 +325,7 @@ void gw_resolve_start(struct gw_resolver *r, const char *name,
 	if (e) {
 		atomic_fetch_add_explicit(&r->hits, 1, memory_order_relaxed);
 		w->res = e->res;
+		w->res.ttl_ms = e->expires - gw_loop_now(r->loop);
 		waiter_link(&r->ready, w);
 		return;
 	}

@@ -32,7 +32,10 @@ struct gw_resolve_result {
 	enum gw_resolve_status status;
 	int is_static;          /* answered by resolver.hosts */
 	int from_cache;
-	size_t n;
+	int64_t ttl_ms;         /* how long the answer stays good from delivery: the cache
+				 * entry's remaining life (upstream TTL clamped to min/max_ttl;
+				 * negative_ttl for NXDOMAIN); 0 for timeouts and failures */
+	size_t n;               /* at most GW_RESOLVE_MAX_ADDRS, both families shared fairly */
 	struct sg_addr addrs[GW_RESOLVE_MAX_ADDRS];
 };
 

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,10 +29,12 @@
 #include <unistd.h>
 
 #include "sg.h"
+#include "sg_jsonp.h"
 #include "sg_log.h"
 #include "audit/aud.h"
 #include "audit/aud_verify.h"
 #include "gateway/admin.h"
+#include "gateway/dns.h"
 #include "gateway/gw.h"
 #include "gateway/resolver.h"
 #include "gateway/serve.h"
@@ -103,6 +106,8 @@ int gw_listen_socket(const char *spec, int reuse_port, int transparent_ok,
 		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	if (ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	/* Accepted sockets inherit it: no setsockopt per connection. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 4096) < 0) {
 		snprintf(err, errsz, "listen \"%s\": %s", spec, strerror(errno));
 		close(fd);
@@ -159,6 +164,7 @@ static void worker_sync(struct gw_worker *w)
 			close(w->listeners[i].io.fd);
 		}
 		w->n_listeners = 0;
+		gw_dns_worker_drain(w);         /* DNS responder hook */
 	}
 	if (atomic_load(&d->stop_now))
 		gw_conn_close_all(w);
@@ -181,6 +187,7 @@ static void worker_before_sleep(struct gw_loop *l, void *arg)
 	struct gw_worker *w = arg;
 
 	gw_resolver_before_sleep(w->resolver);
+	gw_dns_before_sleep(w);                 /* DNS responder hook */
 	gw_worker_free_closed(w);
 	if (w->draining && w->n_conns == 0)
 		gw_loop_stop(l);
@@ -191,6 +198,7 @@ static void *worker_main(void *arg)
 	struct gw_worker *w = arg;
 
 	gw_loop_run(w->loop);
+	gw_dns_worker_stop(w);                  /* DNS responder hook: before the resolver goes */
 	gw_conn_close_all(w);
 	gw_worker_free_closed(w);
 	return NULL;
@@ -248,6 +256,7 @@ int gw_reload(struct gw_daemon *d, char *err, size_t errsz)
 	 * process: say so rather than pretend. */
 	if (!same_str(cfg->listen_transparent, cur->listen_transparent) ||
 	    !same_str(cfg->listen_proxy, cur->listen_proxy) ||
+	    !same_str(cfg->listen_dns, cur->listen_dns) ||
 	    !same_str(cfg->listen_admin, cur->listen_admin) ||
 	    !same_str(cfg->admin_token, cur->admin_token) ||
 	    !same_str(cfg->audit_path, cur->audit_path) ||
@@ -333,6 +342,38 @@ static void registry_swap(struct gw_daemon *d, struct gw_registry *nr)
 	wake_all(d);
 }
 
+/*
+ * Labels as ["key=value", ...]: audit records stay flat (values are
+ * scalars or arrays of strings), which is what audit query reads.
+ */
+static void audit_labels(struct aud_rec *r, const char *labels)
+{
+	struct sg_jsonp_tok t[64];
+	char out[GW_REG_LABELS_MAX * 2], k[GW_REG_LABELS_MAX], v[GW_REG_LABELS_MAX], kv[2 * GW_REG_LABELS_MAX + 2];
+	int n = sg_jsonp_parse(labels, strlen(labels), t, SG_ARRAY_LEN(t), NULL);
+	size_t i, o = 0;
+
+	if (n <= 0 || t[0].type != SG_JSON_OBJECT)
+		return;
+	out[o++] = '[';
+	for (i = 1; i < t[0].next; i = t[i + 1].next) {
+		int w;
+
+		if (sg_jsonp_str(labels, &t[i], k, sizeof(k)) < 0 ||
+		    sg_jsonp_str(labels, &t[i + 1], v, sizeof(v)) < 0)
+			continue;
+		snprintf(kv, sizeof(kv), "%s=%s", k, v);
+		if (o > 1)
+			out[o++] = ',';
+		w = sg_json_quote(out + o, sizeof(out) - o - 1, kv, strlen(kv));
+		if (w < 0)
+			return;
+		o += (size_t)w;
+	}
+	out[o++] = ']';
+	sg_json_raw(&r->j, "labels", out, o);
+}
+
 static void audit_sandbox(struct gw_daemon *d, const char *event, const char *reason,
 			  const struct gw_reg_entry *e)
 {
@@ -349,7 +390,7 @@ static void audit_sandbox(struct gw_daemon *d, const char *event, const char *re
 	list[o++] = ']';
 	sg_json_raw(&r.j, "addresses", list, o);
 	if (e->labels[0])
-		sg_json_raw(&r.j, "labels", e->labels, strlen(e->labels));
+		audit_labels(&r, e->labels);
 	aud_rec_submit(d->audit, &r);
 }
 
@@ -466,6 +507,7 @@ void gw_metrics_text(struct gw_daemon *d, struct sg_sbuf *out)
 		gw_registry_put(r);
 	}
 #undef M
+	gw_dns_metrics(d, out);                 /* DNS responder hook */
 }
 
 /* ----------------------------------------------------------------- serve */
@@ -517,6 +559,7 @@ static int bind_kind(struct gw_daemon *d, const char *spec, enum gw_listener_kin
 		ls->kind = kind;
 		ls->w = w;
 		ls->io.fd = fd;
+		ls->port = port;
 		w->n_listeners++;
 	}
 	{
@@ -559,6 +602,8 @@ static int workers_start(struct gw_daemon *d, char *err, size_t errsz)
 				snprintf(err, errsz, "epoll: %s", strerror(errno));
 				return -1;
 			}
+		if (w->dns && gw_dns_worker_init(w, err, errsz) < 0)     /* DNS responder hook */
+			return -1;
 		gw_loop_set_hook(w->loop, worker_before_sleep, w);
 	}
 	for (i = 0; i < d->n_workers; i++)
@@ -619,6 +664,7 @@ static void daemon_free(struct gw_daemon *d)
 		}
 		gw_loop_free(w->loop);
 	}
+	gw_dns_free(d);                         /* DNS responder hook */
 	free(d->workers);
 	gw_snap_put(d->snap);
 	gw_registry_put(d->registry);
@@ -716,13 +762,6 @@ int gw_serve(const char *config_path, int check_only)
 		pthread_mutex_destroy(&d.mu);
 		return 1;
 	}
-	if (cfg->listen_dns) {
-		fprintf(stderr, "%s: gateway.listen.dns: not supported by this build yet\n",
-			config_path);
-		pol_config_free(cfg);
-		pthread_mutex_destroy(&d.mu);
-		return 1;
-	}
 	if (!cfg->listen_transparent && !cfg->listen_proxy) {
 		fprintf(stderr, "%s: gateway.listen: give transparent and/or proxy\n",
 			config_path);
@@ -797,6 +836,10 @@ int gw_serve(const char *config_path, int check_only)
 	     bind_kind(&d, cfg->listen_transparent, GW_LISTEN_TRANSPARENT, "transparent") < 0) ||
 	    (cfg->listen_proxy && bind_kind(&d, cfg->listen_proxy, GW_LISTEN_PROXY, "proxy") < 0))
 		goto out;
+	if (cfg->listen_dns && gw_dns_bind(&d, cfg->listen_dns, err, sizeof(err)) < 0) {
+		sg_err("%s", err);                 /* DNS responder hook */
+		goto out;
+	}
 	if (workers_start(&d, err, sizeof(err)) < 0) {
 		sg_err("%s", err);
 		goto out;
@@ -805,6 +848,7 @@ int gw_serve(const char *config_path, int check_only)
 	if (main_loop(&d, &set) < 0)
 		goto out;
 	drain_and_join(&d, d.snap->cfg->drain_timeout_ms);
+	gw_dns_shutdown(&d);                    /* DNS responder hook: aggregated records */
 	audit_lifecycle(&d, "gateway_stop", "allow", "stopped", NULL);
 	sg_info("stopped");
 	rc = 0;

@@ -153,6 +153,13 @@ struct sg_config {
 	int64_t resolver_max_ttl_ms;    /* default 300000 */
 	int64_t resolver_negative_ttl_ms; /* default 5000 */
 
+	/* gateway.dns: the DNS responder on listen.dns (gateway/dns.c) */
+	long long dns_rate;             /* queries per second per sandbox, default 200 */
+	long long dns_burst;            /* token bucket depth, default 400 */
+	long long dns_max_names;        /* distinct names per sandbox per minute, default 300 */
+	int64_t dns_max_ttl_ms;         /* TTL cap of answers, default 60000 */
+	int64_t dns_tcp_idle_ms;        /* idle DNS-over-TCP connection, default 10000 */
+
 	/* gateway.limits */
 	long long max_connections;      /* default 100000 */
 	int64_t connect_timeout_ms;     /* default 10000 */
@@ -275,6 +282,56 @@ struct pol_verdict {
  */
 void pol_eval(const struct sg_config *cfg, const struct pol_query *q,
 	      struct pol_verdict *v);
+
+/*
+ * ---- Names regardless of the port (pol_dns.c, for the DNS responder) ----
+ *
+ * pol_eval() judges one port; a DNS answer is good for every port. These
+ * ask "is there a port on which ..." by evaluating pol_eval() once per
+ * range of ports that every rule of the sandbox (its lists, its profiles'
+ * and the floor) treats alike. struct pol_ports holds one port of each
+ * such range (443 and 80 are tried first) and the sandbox's allow rules
+ * that have a name condition and an address condition; build it once per
+ * config and sandbox (NULL sbx: an unknown source). Read-only after, safe
+ * from any thread. Passing NULL instead builds one for the call (which
+ * then allocates).
+ */
+struct pol_ports;
+
+struct pol_ports *pol_ports_new(const struct sg_config *cfg, const struct pol_sandbox *sbx);
+void pol_ports_free(struct pol_ports *ps);
+size_t pol_ports_count(const struct pol_ports *ps);
+
+/*
+ * Could a connection to name be allowed on some port, by the name alone
+ * (an allow that some address may still turn, POL_NEED_ADDR with
+ * name_allowed, counts)? A name that only an address-only rule (cidrs,
+ * countries, asns without domains/regex) could allow does NOT count: its
+ * name says nothing, and resolving it would send any name upstream. A
+ * rule with both a name condition matching name and an address
+ * condition does count (the address is judged after resolution).
+ *
+ * Returns 1 and the allowing verdict (with *port, when not NULL, the port
+ * it was found on), or 0 and the deny verdict to report: a floor or deny
+ * rule when one denied on some port, else the verdict at port 443.
+ */
+int pol_eval_name(const struct sg_config *cfg, const struct pol_sandbox *sbx,
+		  const struct pol_ports *ps, const char *name, struct pol_verdict *v,
+		  uint16_t *port);
+
+/*
+ * Could a connection to addr, resolved for name (addr_static: from
+ * resolver.hosts), be allowed on some port? pol_eval with the address on
+ * every port range: floor and deny CIDRs and the internal-address guard
+ * apply (only a cidrs rule unlocks an internal address). Returns 1 with
+ * the allowing verdict, or 0 with the verdict at hint_port (the port
+ * pol_eval_name allowed the name on; its reason is the one to report,
+ * e.g. "internal_address").
+ */
+int pol_eval_name_addr(const struct sg_config *cfg, const struct pol_sandbox *sbx,
+		       const struct pol_ports *ps, const char *name,
+		       const struct sg_addr *addr, int addr_static, uint16_t hint_port,
+		       struct pol_verdict *v);
 
 /* Is port allowed by the rule (see pol_eval)? */
 int pol_rule_port_ok(const struct pol_rule *r, uint16_t port);

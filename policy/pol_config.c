@@ -604,10 +604,50 @@ static int cfg_gateway_limits(struct pol_cfg_ctx *c, const yaml_node_t *n)
 	return rc;
 }
 
+/* ---- gateway.dns (the DNS responder, gateway/dns.c) ---- */
+
+enum { DK_RATE, DK_BURST, DK_NAMES, DK_MAX_TTL, DK_TCP_IDLE, DK_N };
+
+static const struct pol_cfg_key dns_keys[] = {
+	[DK_RATE] = { "rate", NULL },
+	[DK_BURST] = { "burst", NULL },
+	[DK_NAMES] = { "max_names_per_minute", NULL },
+	[DK_MAX_TTL] = { "max_ttl", NULL },
+	[DK_TCP_IDLE] = { "tcp_idle_timeout", NULL },
+};
+
+static int cfg_gateway_dns(struct pol_cfg_ctx *c, const yaml_node_t *n)
+{
+	const char *where = "gateway.dns";
+	struct sg_config *cfg = c->cfg;
+	yaml_node_t *v[DK_N];
+	int rc;
+
+	rc = pol_cfg_expect_map(c, n, "dns", "gateway");
+	if (!rc)
+		rc = pol_cfg_keys(c, n, where, dns_keys, DK_N, v);
+	if (!rc && v[DK_RATE])
+		rc = cfg_int(c, v[DK_RATE], "rate", where, 1, 100000000, &cfg->dns_rate);
+	if (!rc && v[DK_BURST])
+		rc = cfg_int(c, v[DK_BURST], "burst", where, 1, 100000000, &cfg->dns_burst);
+	if (!rc && v[DK_NAMES])
+		rc = cfg_int(c, v[DK_NAMES], "max_names_per_minute", where, 1, 10000000,
+			     &cfg->dns_max_names);
+	if (!rc && v[DK_MAX_TTL])
+		rc = cfg_duration(c, v[DK_MAX_TTL], "max_ttl", where, 0, &cfg->dns_max_ttl_ms);
+	if (!rc && v[DK_MAX_TTL] && cfg->dns_max_ttl_ms > 86400000)
+		rc = pol_cfg_err(c, v[DK_MAX_TTL], "max_ttl in %s: at most 24h", where);
+	if (!rc && v[DK_TCP_IDLE])
+		rc = cfg_duration(c, v[DK_TCP_IDLE], "tcp_idle_timeout", where, 100,
+				  &cfg->dns_tcp_idle_ms);
+	return rc;
+}
+
 static int cfg_spec(struct pol_cfg_ctx *c, const yaml_node_t *n, const char *key,
 		    const char *section, char **out);
 
-enum { GK_LISTEN, GK_WORKERS, GK_LOG_LEVEL, GK_RESOLVER, GK_LIMITS, GK_ADMIN_TOKEN, GK_N };
+enum { GK_LISTEN, GK_WORKERS, GK_LOG_LEVEL, GK_RESOLVER, GK_LIMITS, GK_ADMIN_TOKEN, GK_DNS,
+       GK_N };
 
 static const struct pol_cfg_key gateway_keys[] = {
 	[GK_LISTEN] = { "listen", NULL },
@@ -616,6 +656,7 @@ static const struct pol_cfg_key gateway_keys[] = {
 	[GK_RESOLVER] = { "resolver", NULL },
 	[GK_LIMITS] = { "limits", NULL },
 	[GK_ADMIN_TOKEN] = { "admin_token", NULL },
+	[GK_DNS] = { "dns", NULL },
 	{ "tls", "gateway.tls: TLS interception is not supported by this build yet" },
 };
 
@@ -660,6 +701,8 @@ static int cfg_gateway(struct pol_cfg_ctx *c, const yaml_node_t *n)
 		rc = cfg_gateway_limits(c, v[GK_LIMITS]);
 	if (!rc && v[GK_ADMIN_TOKEN])
 		rc = cfg_spec(c, v[GK_ADMIN_TOKEN], "admin_token", "gateway", &cfg->admin_token);
+	if (!rc && v[GK_DNS])
+		rc = cfg_gateway_dns(c, v[GK_DNS]);
 	return rc;
 }
 
@@ -1299,6 +1342,11 @@ static void cfg_defaults(struct sg_config *cfg)
 	cfg->handshake_timeout_ms = 10000;
 	cfg->drain_timeout_ms = 30000;
 	cfg->max_header_bytes = 65536;
+	cfg->dns_rate = 200;
+	cfg->dns_burst = 400;
+	cfg->dns_max_names = 300;
+	cfg->dns_max_ttl_ms = 60000;
+	cfg->dns_tcp_idle_ms = 10000;
 	cfg->audit_fsync = AUD_FSYNC_BATCH;
 	cfg->audit_on_failure_allow = 0;
 	cfg->audit_rotate_keep = 10;

@@ -4,10 +4,11 @@
 #   scripts/deps.sh build|test|demo|bench
 set -eu
 build="build-essential pkg-config libssl-dev libnghttp2-dev libc-ares-dev
-libmaxminddb-dev libpcre2-dev libyaml-dev"
+libmaxminddb-dev libpcre2-dev libyaml-dev libseccomp-dev"
 test="$build libcmocka-dev clang libclang-rt-14-dev curl openssl python3
 nghttp2-client nghttp2-server nginx-light dnsutils dnsmasq-base iproute2
-nftables procps jq rsyslog chromium libmaxmind-db-writer-perl mmdb-bin"
+nftables procps jq rsyslog chromium libmaxmind-db-writer-perl mmdb-bin
+tcpdump runc crun runsc"
 demo="$test"
 bench="$test haproxy libnginx-mod-stream sniproxy tinyproxy squid-openssl
 mitmproxy wrk gnuplot-nox"

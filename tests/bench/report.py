@@ -29,6 +29,7 @@ METRICS = [
     ("bulk", "bulk MB/s", lambda v: f"{v:,.0f}", True),
     ("cpu", "CPU µs/req", lambda v: f"{v:.1f}", False),
     ("cpu_conn", "CPU µs/new conn", lambda v: f"{v:.1f}", False),
+    ("cpu_bulk", "CPU ms/GiB bulk", lambda v: f"{v:.0f}", False),
     ("hwm", "peak RSS", lambda v: f"{v / 1024:.1f} MiB", False),
     ("idle", "RSS/idle conn", lambda v: f"{v:.2f} KiB", False),
 ]
@@ -151,6 +152,20 @@ def main():
         L.append("**Quick run (BENCH_QUICK=1): short durations, one repetition — for developing "
                  "the harness, not for quoting.**")
         L.append("")
+    if meta.get("note"):
+        L.append(f"**{meta['note']}**")
+        L.append("")
+    try:
+        cores = int(meta.get("host", "").split(",")[0].split()[-2])
+        busy = max(float(meta.get("load_start", "0").split()[0]),
+                   float(meta.get("load_end", "0").split()[0])) >= 0.5 * cores
+    except (ValueError, IndexError):
+        busy = False
+    if busy:
+        L.append("**Taken on a busy machine** (see the load averages): other work shared the "
+                 "cores, so absolute figures and spreads are noisy; ratios within one "
+                 "repetition are the figures to read.")
+        L.append("")
     L.append(f"- machine: {meta.get('host', '?')}; load average at start {meta.get('load_start', '?')}, "
              f"at end {meta.get('load_end', '?')}; everything (clients, proxy, upstream) on loopback "
              "on the same cores")
@@ -164,8 +179,10 @@ def main():
              "keep-alive req/s: the same without `Connection: close`; "
              "bulk: curl of a 100 MiB file, median of 3; every handshake is a full one "
              "(no tickets, no session cache)")
-    L.append("- CPU µs/req: proxy utime+stime over the keep-alive run ÷ requests "
-             "(µs/new conn: the same over the new-connection run); peak RSS: VmHWM after the "
+    L.append("- CPU µs/req: the proxy's on-CPU time (schedstat of its threads; utime+stime "
+             "when threads come and go) over the keep-alive run ÷ requests "
+             "(µs/new conn: the same over the new-connection run; ms/GiB: over the bulk "
+             "transfers); peak RSS: VmHWM after the "
              "load runs; RSS/idle conn: VmRSS delta with "
              f"{meta.get('idle_n', '?')} idle connections held (handshake + one request each) "
              f"÷ {meta.get('idle_n', '?')}; multi-process peers are summed over their processes")
@@ -242,7 +259,8 @@ def main():
                 label = SHORT.get(row["id"], row["label"]).replace('"', "'")
                 f.write(f"\"{label}\" " + " ".join(vals) + "\n")
     png = base + ".png"
-    title = f"ratio to direct (median of {reps_done}), {meta.get('date', '')}"
+    title = (f"ratio to direct (median of {reps_done}), {meta.get('date', '')}, "
+             f"load average {meta.get('load_start', '?').split()[0]} -> {meta.get('load_end', '?').split()[0]}")
     if meta.get("quick") == "1":
         title += " — QUICK RUN"
     gp = f"""
@@ -261,7 +279,7 @@ set ylabel "x direct (higher is better)"
 set xtics nomirror font "sans,9"
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lw 1.5 lc rgb "black"
 set arrow from graph 0, first 0.75 to graph 1, first 0.75 nohead dt 3 lw 1 lc rgb "red"
-set label "bar: 0.75x new conn" at graph 0.01, first 0.78 tc rgb "red" font "sans,8"
+set label "bar 0.75" at graph 0.004, first 0.77 left tc rgb "red" font "sans,8"
 plot "{dat}" using 2:xtic(1) title "new TLS conn/s" lc rgb "#4472c4", \\
      "" using 3 title "keep-alive req/s" lc rgb "#ed7d31", \\
      "" using 4 title "bulk MB/s" lc rgb "#70ad47"

@@ -44,7 +44,10 @@ code=$(api -X POST -d '{"name":"agent-7","addresses":["127.0.0.1","::1"],"labels
 jq -e '.name == "agent-7" and .policy == "agent-*" and .labels.team == "ml"' "$T/api.body" >/dev/null ||
 	fail "register answer: $(cat "$T/api.body")"
 [ "$(get after)" = "hello from api" ] || fail "registered sandbox not allowed"
-audit_has "$T/audit.jsonl" '.event == "sandbox_start" and .sandbox == "agent-7" and .addresses == ["127.0.0.1","::1"]'
+audit_has "$T/audit.jsonl" '.event == "sandbox_start" and .sandbox == "agent-7" and .addresses == ["127.0.0.1","::1"] and .labels == ["team=ml"]'
+"$SANDGATE" audit query --json --event sandbox_start "$T/audit.jsonl" >"$T/q.out" 2>"$T/q.err" ||
+	fail "audit query cannot read sandbox_start: $(cat "$T/q.err")"
+[ "$(wc -l <"$T/q.out")" -eq 1 ] || fail "audit query sandbox_start: $(cat "$T/q.out")"
 audit_has "$T/audit.jsonl" '.event == "connection" and .decision == "allow" and .sandbox == "agent-7" and .rule == "api"'
 ok "a registered sandbox gets the policy its name matches"
 

@@ -54,6 +54,8 @@ hdr() {
 # audit_count FILTER - how many audit records satisfy the jq filter
 # (the file is $AUDIT when set, else $T/audit.jsonl)
 audit_count() {
+	# The writer collects records for up to 2 ms before writing them.
+	sleep 0.02
 	jq -c "select($1)" "${AUDIT:-$T/audit.jsonl}" 2>/dev/null | wc -l
 }
 

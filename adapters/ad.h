@@ -1,0 +1,184 @@
+/*
+ * ad.h - adapters: attach sandgate to sandbox backends (DESIGN.md "Adapters").
+ *
+ * Contract, shared by every file in adapters/:
+ *  - The CLI (`sandgate run`, `sandgate-cni`) may block: nothing here runs on
+ *    an event loop. Functions return 0 or a negative SG_* code and print one
+ *    line saying why on stderr ("sandgate run: ...") before returning < 0.
+ *  - Every kernel object a run creates is named from its id (8 hex digits:
+ *    the owner's PID in 6, 2 random): namespace and host interface "sgr<id>",
+ *    nft table "inet sandgate_<id>", cgroups "sandgate-<id>", state under
+ *    /run/sandgate/run/<id>/ (owner PID + start time). The startup sweep
+ *    removes only objects of that shape whose owner is gone.
+ *  - Nothing here changes the host's ip_forward or any global sysctl.
+ */
+#ifndef AD_H
+#define AD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define AD_STATE_ROOT "/run/sandgate/run"
+#define AD_CACHE_DIR  "/var/cache/sandgate"
+
+/* ------------------------------------------------------------ ad_util.c */
+
+/* Run argv (PATH lookup), stdin from `in` (may be NULL), stdout+stderr
+ * into out (NUL-terminated, truncated; out may be NULL: discarded).
+ * Returns the exit status (0-255, 128+signal), or SG_EIO if it could not
+ * be started. */
+int ad_cmd(const char *const argv[], const char *in, size_t inlen, char *out, size_t outsz);
+/* Write a whole file (O_TRUNC, mode) / read one into buf (NUL-terminated).
+ * ad_file_read returns the length or a negative code. */
+int ad_file_write(const char *path, const char *data, size_t len, int mode);
+ssize_t ad_file_read(const char *path, char *buf, size_t bufsz);
+int ad_mkdir_p(const char *path, int mode);
+/* Remove a directory tree (no symlink following; stops at mount points). */
+void ad_rm_rf(const char *path);
+/* Process start time (clock ticks since boot, /proc/PID/stat field 22);
+ * 0 if the process does not exist. Together with the PID it names one
+ * process for ever, PID reuse included. */
+unsigned long long ad_proc_starttime(pid_t pid);
+/* Path of the running binary (/proc/self/exe resolved). */
+int ad_self_exe(char *out, size_t outsz);
+/* snprintf that reports truncation as SG_EINVAL. */
+int ad_fmt(char *out, size_t outsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Is cmd on PATH (or an absolute executable path)? Fills out with the path. */
+int ad_which(const char *cmd, char *out, size_t outsz);
+/* Restore the default signal dispositions and an empty mask: call in a
+ * child between fork and exec (the CLI blocks signals for its signalfd). */
+void ad_child_signals_reset(void);
+
+/* ------------------------------------------------------------- ad_net.c */
+
+enum ad_link_kind { AD_LINK_VETH, AD_LINK_TAP };
+
+struct ad_net {
+	char id[9];               /* 8 hex digits */
+	char state_dir[64];       /* AD_STATE_ROOT/<id> */
+	char ns[16];              /* "sgr<id>"; empty for a tap (no namespace) */
+	char ifname[16];          /* host side: "sgr<id>" */
+	char table[32];           /* "sandgate_<id>" (inet family) */
+	enum ad_link_kind kind;
+	unsigned idx;             /* index of the /30 and /64 in the pool */
+	char host4[16], sbx4[16]; /* host side .1, sandbox side .2 of the /30 */
+	char host6[48], sbx6[48]; /* ::1 and ::2 of the /64 */
+	int tp_port, dns_port;    /* dns_port 0: DNS dropped (no DNS listener) */
+	unsigned made;            /* AD_MADE_* bits: what teardown must undo */
+};
+
+#define AD_MADE_STATE 0x01
+#define AD_MADE_NS    0x02
+#define AD_MADE_LINK  0x04
+#define AD_MADE_NFT   0x08
+
+/* Remove stale objects of crashed runs (see the naming contract above). */
+void ad_net_sweep(int verbose);
+/* Allocate an id and a subnet, write the state dir (owner = this process). */
+int ad_net_alloc(struct ad_net *n, enum ad_link_kind kind);
+/* Create the namespace + veth (configured on both sides), or the tap. */
+int ad_net_create(struct ad_net *n);
+/* Load the nft table: TCP -> tp_port, DNS -> dns_port (or dropped), rest dropped. */
+int ad_net_redirect(struct ad_net *n);
+/* The nft ruleset text. sel: nft selectors for the sandbox's packets
+ * ("iifname \"sgrX\"", "ip saddr 10.1.2.3"), each gets every rule (the
+ * CNI plugin matches addresses behind a bridge). */
+int ad_nft_ruleset(char *out, size_t outsz, const char *table, const char *const sel[],
+		   int nsel, int tp_port, int dns_port);
+/* Undo whatever `made` says exists; safe to call twice. */
+void ad_net_teardown(struct ad_net *n);
+
+/* -------------------------------------------------------------- ad_gw.c */
+
+struct ad_gw {
+	pid_t pid;                /* the `serve` this run started, or 0 (attached) */
+	char admin[108];          /* unix socket path of the control API */
+	char config[256];         /* the config the gateway runs (private copy) */
+	char log[256];            /* its stderr */
+	int tp_port, dns_port;    /* dns_port 0: no DNS listener */
+	char ca_cert[512];        /* gateway.tls.ca.cert, or "" */
+};
+
+/* Start `sandgate serve` on a private copy of user_config (NULL: deny-all
+ * defaults) with an admin socket and free ports for the transparent and
+ * DNS listeners; waits until /healthz answers. The child gets PDEATHSIG. */
+int ad_gw_start(struct ad_gw *g, const char *user_config, const char *state_dir, int verbose);
+/* Use a running gateway: admin "unix:PATH"; ports from user_config. */
+int ad_gw_attach(struct ad_gw *g, const char *admin, const char *user_config);
+int ad_gw_register(struct ad_gw *g, const char *name, const char *const addrs[], int naddrs,
+		   const char *backend);
+int ad_gw_unregister(struct ad_gw *g, const char *name);
+/* SIGTERM, wait up to 3 s, then SIGKILL. No-op when attached. */
+void ad_gw_stop(struct ad_gw *g);
+int ad_gw_alive(struct ad_gw *g);
+/* One HTTP/1.1 request over a unix socket; *status gets the code.
+ * resp (may be NULL) gets the body. */
+int ad_http_unix(const char *path, const char *method, const char *uri, const char *body,
+		 int *status, char *resp, size_t respsz);
+/* Write the CA bundle: the system bundle plus ca_cert (may be ""). */
+int ad_ca_bundle(const char *out_path, const char *ca_cert);
+
+/* ----------------------------------------------------------- backends */
+
+/* What every backend gets: the sandbox to start and its prepared network. */
+struct ad_spec {
+	const char *name;                 /* sandbox name (registered) */
+	char *const *argv;                /* CMD ARGS..., NULL-terminated */
+	char *const *env;                 /* "K=V", allow-listed, NULL-terminated */
+	const char *workspace;            /* host dir -> /workspace (rw), or NULL */
+	const char *rootfs;               /* host dir as /, or NULL: host's /usr... read-only */
+	const char *runtime;              /* "runc" | "crun" | NULL (container backend) */
+	const char *state_dir;            /* AD_STATE_ROOT/<id>: bundle, root, files */
+	const char *ca_bundle;            /* host path of the bundle to install */
+	const char *resolv_conf;          /* host path of the generated resolv.conf */
+	const char *hosts;                /* host path of the generated /etc/hosts */
+	const struct ad_net *net;         /* borrowed */
+	int64_t mem_bytes;                /* 0: no memory limit */
+	int pids_max;                     /* 0: no pids limit */
+	int verbose;
+};
+
+/* A running sandbox is one host process whose exit status is CMD's:
+ * the backend arranges that (a reaper, the OCI runtime, a console filter). */
+struct ad_sbx {
+	const struct ad_spec *spec;       /* borrowed */
+	pid_t pid;                        /* that process */
+	char cg[2][256];                  /* cgroup dirs created (memory, pids), or "" */
+	char id[64];                      /* runtime container id, or "" */
+	const struct ad_backend *be;      /* borrowed */
+};
+
+struct ad_backend {
+	const char *name;
+	enum ad_link_kind link;
+	/* 0 if usable here, else SG_EINVAL with why filled in ("needs runsc"). */
+	int (*available)(const struct ad_spec *s, char *why, size_t whysz);
+	/* Start CMD; on success s->pid is set and stdin/out/err are CMD's. */
+	int (*start)(struct ad_sbx *s);
+	/* After the sandbox process is gone (or was SIGKILLed): remove runtime
+	 * state (containers, cgroups). Must be safe after a failed start. */
+	void (*cleanup)(struct ad_sbx *s);
+};
+
+extern const struct ad_backend ad_backend_container;
+extern const struct ad_backend ad_backend_gvisor;
+extern const struct ad_backend ad_backend_microvm;
+
+/* ad_container.c helpers shared with ad_oci.c */
+int ad_cgroup_create(struct ad_sbx *s, char *notice, size_t noticesz);
+int ad_cgroup_attach(struct ad_sbx *s, pid_t pid);
+void ad_cgroup_remove(struct ad_sbx *s);
+/* The syscall names the seccomp filter answers with EPERM. */
+extern const char *const ad_seccomp_deny[];
+
+/* ad_oci.c: OCI bundles for runc/crun/runsc */
+int ad_oci_start(struct ad_sbx *s, const char *runtime);
+void ad_oci_cleanup(struct ad_sbx *s, const char *runtime);
+int ad_oci_available(const char *runtime, char *why, size_t whysz);
+
+/* --------------------------------------------------------------- entry */
+
+int ad_run_main(int argc, char **argv);     /* `sandgate run ...` */
+
+#endif

@@ -1,0 +1,384 @@
+/*
+ * ad_oci.c - OCI runtimes on a generated bundle: runc, crun (container
+ * backend with --runtime) and runsc (the gvisor backend).
+ *
+ * The bundle lives in the run's state dir: config.json and a rootfs that
+ * is either --rootfs or an empty directory with mount points, the host's
+ * merged-/usr symlinks and read-only binds of /usr, /lib*, /etc essentials
+ * listed in config.json (the same view as the container backend). The
+ * network namespace is the prepared one; root is read-only; no
+ * capabilities; no_new_privs; the seccomp denylist of ad_container.c.
+ *
+ * Host quirks handled here (RECIPES.md, verified on this machine):
+ *  - crun 1.8 refuses hybrid cgroups: it runs in a private mount namespace
+ *    with a tmpfs over /sys/fs/cgroup/unified and --cgroup-manager=disabled
+ *    (so no memory/pids limits: a notice says so).
+ *  - runsc --network=sandbox copies eth0 of the namespace named in
+ *    config.json into its own stack and strips its addresses (fine: every
+ *    run has a fresh namespace). It refuses to when it thinks it is in the
+ *    root namespace, which on this kernel it always does (it tests for
+ *    /proc/sys/net/core/rmem_default): it runs inside that namespace
+ *    (nsenter) with a tmpfs over /proc/sys/net/core. Never `runsc do`.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sg.h"
+#include "sg_sbuf.h"
+#include "adapters/ad.h"
+#include "sg_poison.h"
+
+static const char *const oci_host_top[] = { "usr", "bin", "sbin", "lib", "lib32", "lib64",
+					    "libx32", "opt", NULL };
+static const char *const oci_etc[] = {
+	"etc/passwd", "etc/group", "etc/nsswitch.conf", "etc/host.conf", "etc/gai.conf",
+	"etc/ld.so.cache", "etc/ld.so.conf", "etc/ld.so.conf.d", "etc/alternatives",
+	"etc/ssl/certs", "etc/ssl/openssl.cnf", "etc/localtime", "etc/protocols",
+	"etc/services", "etc/os-release", "etc/bash.bashrc", "etc/profile", "etc/inputrc",
+	"etc/python3", "etc/python3.11", "etc/gitconfig", "etc/mime.types", NULL
+};
+
+int ad_oci_available(const char *runtime, char *why, size_t whysz)
+{
+	char path[512];
+
+	if (ad_which(runtime, path, sizeof(path)) < 0) {
+		ad_fmt(why, whysz, "%s is not installed (Debian package %s)", runtime, runtime);
+		return SG_EINVAL;
+	}
+	if (!strcmp(runtime, "runsc") &&
+	    (ad_which("nsenter", path, sizeof(path)) < 0 || ad_which("unshare", path, sizeof(path)) < 0)) {
+		ad_fmt(why, whysz, "runsc needs nsenter and unshare (util-linux)");
+		return SG_EINVAL;
+	}
+	return 0;
+}
+
+/* The rootfs the mounts go into, when it is our skeleton: every mount
+ * point exists beforehand (gVisor cannot create one in a read-only root;
+ * runc would create it anyway). */
+static const char *mp_root;
+
+static void mountpoint(const char *dst, const char *src, const char *type)
+{
+	char path[1024], *slash;
+	struct stat st;
+	int fd;
+
+	if (!mp_root || ad_fmt(path, sizeof(path), "%s%s", mp_root, dst) < 0 ||
+	    lstat(path, &st) == 0)
+		return;
+	if (!strcmp(type, "bind") && stat(src, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		slash = strrchr(path, '/');
+		*slash = '\0';
+		ad_mkdir_p(path, 0755);
+		*slash = '/';
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	ad_mkdir_p(path, 0755);
+}
+
+static void mount_json(struct sg_sbuf *b, int *first, const char *dst, const char *type,
+		       const char *src, const char *opts)
+{
+	const char *o, *e;
+
+	mountpoint(dst, src, type);
+	sg_sbuf_puts(b, *first ? "\n    {" : ",\n    {");
+	*first = 0;
+	sg_sbuf_puts(b, "\"destination\":");
+	sg_sbuf_json_str(b, dst);
+	sg_sbuf_puts(b, ",\"type\":");
+	sg_sbuf_json_str(b, type);
+	sg_sbuf_puts(b, ",\"source\":");
+	sg_sbuf_json_str(b, src);
+	sg_sbuf_puts(b, ",\"options\":[");
+	/* opts: comma-separated */
+	for (o = opts; *o; o = *e ? e + 1 : e) {
+		e = strchr(o, ',');
+		if (!e)
+			e = o + strlen(o);
+		sg_sbuf_printf(b, "%s\"%.*s\"", o == opts ? "" : ",", (int)(e - o), o);
+	}
+	sg_sbuf_puts(b, "]}");
+}
+
+/* The rootfs skeleton for the host view: symlinks where the host has them
+ * (merged /usr), directories as mount points elsewhere. */
+static int skeleton(const char *rootfs, struct sg_sbuf *m, int *first)
+{
+	char src[512], dst[512], link[512];
+	struct stat st;
+	ssize_t n;
+	int i;
+
+	for (i = 0; oci_host_top[i]; i++) {
+		ad_fmt(src, sizeof(src), "/%s", oci_host_top[i]);
+		ad_fmt(dst, sizeof(dst), "%s/%s", rootfs, oci_host_top[i]);
+		if (lstat(src, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(src, link, sizeof(link) - 1);
+			if (n <= 0)
+				continue;
+			link[n] = '\0';
+			if (symlink(link, dst) < 0 && errno != EEXIST)
+				return SG_EIO;
+			continue;
+		}
+		if (ad_mkdir_p(dst, 0755) < 0)
+			return SG_EIO;
+		mount_json(m, first, src, "bind", src, "rbind,ro,nosuid,nodev");
+	}
+	for (i = 0; oci_etc[i]; i++) {
+		ad_fmt(src, sizeof(src), "/%s", oci_etc[i]);
+		if (stat(src, &st) < 0)
+			continue;
+		mount_json(m, first, src, "bind", src, "rbind,ro,nosuid,nodev");
+	}
+	return 0;
+}
+
+static int write_bundle(struct ad_sbx *s, const char *runtime, char *bundle, size_t bsz)
+{
+	const struct ad_spec *sp = s->spec;
+	static const char *const nsflags[] = { "CLONE_NEWNS", "CLONE_NEWUTS", "CLONE_NEWIPC",
+					       "CLONE_NEWUSER", "CLONE_NEWPID", "CLONE_NEWNET",
+					       "CLONE_NEWCGROUP" };
+	static const unsigned long nsvals[] = { 0x20000, 0x4000000, 0x8000000, 0x10000000,
+						0x20000000, 0x40000000, 0x2000000 };
+	struct sg_sbuf b, m;
+	char rootfs[512], path[600];
+	int first = 1, i, rc = SG_EIO;
+
+	sg_sbuf_init(&b);
+	sg_sbuf_init(&m);
+	if (ad_fmt(bundle, bsz, "%s/bundle", sp->state_dir) < 0 ||
+	    ad_fmt(rootfs, sizeof(rootfs), "%s/rootfs", bundle) < 0 ||
+	    ad_mkdir_p(rootfs, 0755) < 0)
+		goto out;
+	mp_root = sp->rootfs ? NULL : rootfs;
+	mount_json(&m, &first, "/proc", "proc", "proc", "nosuid,noexec,nodev");
+	mount_json(&m, &first, "/dev", "tmpfs", "tmpfs", "nosuid,strictatime,mode=755,size=65536k");
+	mount_json(&m, &first, "/dev/pts", "devpts", "devpts",
+		   "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620");
+	mount_json(&m, &first, "/dev/shm", "tmpfs", "shm", "nosuid,noexec,nodev,mode=1777,size=65536k");
+	if (!sp->rootfs && skeleton(rootfs, &m, &first) < 0)
+		goto out;
+	mount_json(&m, &first, "/tmp", "tmpfs", "tmpfs", "nosuid,nodev,mode=1777");
+	mount_json(&m, &first, "/var/tmp", "tmpfs", "tmpfs", "nosuid,nodev,mode=1777");
+	mount_json(&m, &first, "/home/sandbox", "tmpfs", "tmpfs", "nosuid,nodev,mode=0700");
+	mount_json(&m, &first, "/run", "tmpfs", "tmpfs", "nosuid,nodev,mode=0755");
+	mount_json(&m, &first, "/run/sandgate/ca.pem", "bind", sp->ca_bundle, "bind,ro");
+	mount_json(&m, &first, "/etc/resolv.conf", "bind", sp->resolv_conf, "bind,ro");
+	mount_json(&m, &first, "/etc/hosts", "bind", sp->hosts, "bind,ro");
+	if (!sp->rootfs)
+		mount_json(&m, &first, "/etc/ssl/certs/ca-certificates.crt", "bind", sp->ca_bundle,
+			   "bind,ro");
+	if (sp->workspace)
+		/* runsc's gofer refuses nosuid/nodev on a bind (EINVAL); its
+		 * sentry never honours setuid bits or device files from it. */
+		mount_json(&m, &first, "/workspace", "bind", sp->workspace,
+			   strcmp(runtime, "runsc") ? "rbind,rw,nosuid,nodev" : "rbind,rw");
+
+	sg_sbuf_puts(&b, "{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": {\n"
+		     "    \"terminal\": false,\n    \"user\": {\"uid\": 0, \"gid\": 0},\n    \"args\": [");
+	for (i = 0; sp->argv[i]; i++) {
+		if (i)
+			sg_sbuf_puts(&b, ",");
+		sg_sbuf_json_str(&b, sp->argv[i]);
+	}
+	sg_sbuf_puts(&b, "],\n    \"env\": [");
+	for (i = 0; sp->env[i]; i++) {
+		if (i)
+			sg_sbuf_puts(&b, ",");
+		sg_sbuf_json_str(&b, sp->env[i]);
+	}
+	sg_sbuf_puts(&b, "],\n    \"cwd\": ");
+	sg_sbuf_json_str(&b, sp->workspace ? "/workspace" : "/home/sandbox");
+	sg_sbuf_puts(&b, ",\n    \"capabilities\": {\"bounding\": [], \"effective\": [], "
+		     "\"inheritable\": [], \"permitted\": [], \"ambient\": []},\n"
+		     "    \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"hard\": 4096, \"soft\": 4096}],\n"
+		     "    \"noNewPrivileges\": true\n  },\n  \"root\": {\"path\": ");
+	sg_sbuf_json_str(&b, sp->rootfs ? sp->rootfs : rootfs);
+	sg_sbuf_puts(&b, ", \"readonly\": true},\n  \"hostname\": ");
+	sg_sbuf_json_str(&b, sp->name);
+	sg_sbuf_puts(&b, ",\n  \"mounts\": [");
+	sg_sbuf_add(&b, m.p ? m.p : "", m.len);
+	sg_sbuf_puts(&b, "\n  ],\n  \"linux\": {\n    \"namespaces\": [{\"type\": \"pid\"}, "
+		     "{\"type\": \"ipc\"}, {\"type\": \"uts\"}, {\"type\": \"mount\"}");
+	/* runsc too: its sandbox process joins this path, and runsc copies
+	 * the interfaces it finds there into its own network stack (without
+	 * a path it would make a fresh, empty namespace). */
+	sg_sbuf_printf(&b, ", {\"type\": \"network\", \"path\": \"/run/netns/%s\"}",
+		       sp->net->ns);
+	sg_sbuf_puts(&b, "],\n");
+	if (!strcmp(runtime, "runc") && (sp->mem_bytes || sp->pids_max)) {
+		sg_sbuf_puts(&b, "    \"resources\": {");
+		if (sp->mem_bytes)
+			sg_sbuf_printf(&b, "\"memory\": {\"limit\": %lld}%s", (long long)sp->mem_bytes,
+				       sp->pids_max ? ", " : "");
+		if (sp->pids_max)
+			sg_sbuf_printf(&b, "\"pids\": {\"limit\": %d}", sp->pids_max);
+		sg_sbuf_printf(&b, "},\n    \"cgroupsPath\": \"/sandgate-%s\",\n", sp->net->id);
+	}
+	sg_sbuf_puts(&b, "    \"maskedPaths\": [\"/proc/kcore\", \"/proc/keys\", \"/proc/timer_list\", "
+		     "\"/proc/sched_debug\", \"/sys/firmware\"],\n"
+		     "    \"readonlyPaths\": [\"/proc/sys\", \"/proc/sysrq-trigger\", \"/proc/irq\", "
+		     "\"/proc/bus\"],\n"
+		     "    \"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"architectures\": "
+		     "[\"SCMP_ARCH_X86_64\", \"SCMP_ARCH_X86\", \"SCMP_ARCH_X32\"], \"syscalls\": [\n"
+		     "      {\"names\": [");
+	for (i = 0; ad_seccomp_deny[i]; i++) {
+		if (i)
+			sg_sbuf_puts(&b, ",");
+		sg_sbuf_json_str(&b, ad_seccomp_deny[i]);
+	}
+	sg_sbuf_puts(&b, "], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 1},\n"
+		     "      {\"names\": [\"clone3\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 38}");
+	for (i = 0; i < (int)SG_ARRAY_LEN(nsflags); i++)
+		sg_sbuf_printf(&b, ",\n      {\"names\": [\"clone\"], \"action\": \"SCMP_ACT_ERRNO\", "
+			       "\"errnoRet\": 1, \"comment\": \"%s\", \"args\": [{\"index\": 0, "
+			       "\"value\": %lu, \"valueTwo\": %lu, \"op\": \"SCMP_CMP_MASKED_EQ\"}]}",
+			       nsflags[i], nsvals[i], nsvals[i]);
+	sg_sbuf_puts(&b, "\n    ]}\n  }\n}\n");
+	if (b.oom || m.oom || ad_fmt(path, sizeof(path), "%s/config.json", bundle) < 0 ||
+	    ad_file_write(path, b.p, b.len, 0600) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0)
+		fprintf(stderr, "sandgate run: cannot write the OCI bundle in %s\n", sp->state_dir);
+	sg_sbuf_free(&b);
+	sg_sbuf_free(&m);
+	return rc;
+}
+
+int ad_oci_start(struct ad_sbx *s, const char *runtime)
+{
+	const struct ad_spec *sp = s->spec;
+	char bundle[512], root[512], script[2048], netns[128];
+	pid_t parent = getpid();
+
+	if (write_bundle(s, runtime, bundle, sizeof(bundle)) < 0)
+		return SG_EIO;
+	if (ad_fmt(root, sizeof(root), "%s/%s-root", sp->state_dir, runtime) < 0 ||
+	    ad_fmt(s->id, sizeof(s->id), "sandgate-%s", sp->net->id) < 0 ||
+	    ad_fmt(netns, sizeof(netns), "--net=/run/netns/%s", sp->net->ns) < 0)
+		return SG_EINVAL;
+	if (!strcmp(runtime, "crun"))
+		fprintf(stderr, "sandgate run: notice: crun runs with --cgroup-manager=disabled on "
+			"this host's hybrid cgroups: no memory/pids limits\n");
+	/* Both scripts exec the runtime: its exit status is CMD's. */
+	if (ad_fmt(script, sizeof(script),
+		   !strcmp(runtime, "crun") ?
+		   "mount -t tmpfs -o size=4k none /sys/fs/cgroup/unified 2>/dev/null; "
+		   "exec crun --root '%s' --cgroup-manager=disabled run --bundle '%s' '%s'" :
+		   "mount -t tmpfs -o size=4k none /proc/sys/net/core && "
+		   "exec runsc --root='%s' --network=sandbox --platform=ptrace run --bundle '%s' '%s'",
+		   root, bundle, s->id) < 0)
+		return SG_EINVAL;
+	s->pid = fork();
+	if (s->pid < 0)
+		return SG_EIO;
+	if (s->pid == 0) {
+		/* SIGTERM, not SIGKILL: the runtime forwards it to the container
+		 * and cleans up; a SIGKILLed runc would leave it running. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(125);
+		ad_child_signals_reset();
+		if (!strcmp(runtime, "runc"))
+			execlp("runc", "runc", "--root", root, "run", "--bundle", bundle, s->id,
+			       (char *)NULL);
+		else if (!strcmp(runtime, "crun"))
+			execlp("unshare", "unshare", "-m", "--propagation", "private", "sh", "-c",
+			       script, (char *)NULL);
+		else
+			execlp("nsenter", "nsenter", netns, "unshare", "-m", "--propagation",
+			       "private", "sh", "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	return 0;
+}
+
+void ad_oci_cleanup(struct ad_sbx *s, const char *runtime)
+{
+	const struct ad_spec *sp = s->spec;
+	char root[512], out[512];
+
+	if (!s->id[0] || ad_fmt(root, sizeof(root), "%s/%s-root", sp->state_dir, runtime) < 0)
+		return;
+	/* The runtime's run ended (or was killed): make sure the container
+	 * and its cgroups are gone. */
+	if (!strcmp(runtime, "runsc")) {
+		char rootarg[600];
+		const char *argv[] = { "runsc", rootarg, "delete", "-force", s->id, NULL };
+
+		ad_fmt(rootarg, sizeof(rootarg), "--root=%s", root);
+		ad_cmd(argv, NULL, 0, out, sizeof(out));
+	} else {
+		const char *argv[] = { runtime, "--root", root, "delete", "-f", s->id, NULL };
+
+		ad_cmd(argv, NULL, 0, out, sizeof(out));
+	}
+	/* A runtime killed mid-run leaves the cgroups it made, one per v1
+	 * hierarchy, named after the container (runsc: /<id>; runc: our
+	 * cgroupsPath). They are empty once the sandbox is gone. */
+	{
+		DIR *d = opendir("/sys/fs/cgroup");
+		struct dirent *e;
+		char cg[600];
+		int tries;
+
+		while (d && (e = readdir(d))) {
+			if (e->d_name[0] == '.' ||
+			    ad_fmt(cg, sizeof(cg), "/sys/fs/cgroup/%s/%s", e->d_name, s->id) < 0)
+				continue;
+			for (tries = 0; tries < 50 && rmdir(cg) < 0 && errno == EBUSY; tries++)
+				usleep(20000);
+		}
+		if (d)
+			closedir(d);
+	}
+	s->id[0] = '\0';
+}
+
+static int gv_available(const struct ad_spec *s, char *why, size_t whysz)
+{
+	if (s->runtime) {
+		ad_fmt(why, whysz, "--runtime is for --backend container");
+		return SG_EINVAL;
+	}
+	return ad_oci_available("runsc", why, whysz);
+}
+
+static int gv_start(struct ad_sbx *s)
+{
+	return ad_oci_start(s, "runsc");
+}
+
+static void gv_cleanup(struct ad_sbx *s)
+{
+	ad_oci_cleanup(s, "runsc");
+}
+
+const struct ad_backend ad_backend_gvisor = {
+	.name = "gvisor",
+	.link = AD_LINK_VETH,
+	.available = gv_available,
+	.start = gv_start,
+	.cleanup = gv_cleanup,
+};
