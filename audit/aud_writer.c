@@ -49,6 +49,7 @@
 #define KEEP_DEFAULT 10
 #define AUD_NAP_MS 2            /* batch records for this long before sleeping */
 #define AUD_WAKE_BATCH 512      /* queued records that wake a napping writer early */
+#define AUD_NAP_BUSY 8          /* a batch this large means records come faster than wakeups */
 
 struct qrec {
 	struct qrec *next;
@@ -75,6 +76,7 @@ struct aud_writer {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int sleeping;                   /* in an untimed wait: submitters must signal (mu) */
+	int busy;                       /* the last batch was large: nap between batches (mu) */
 	struct qrec *head, *tail;       /* owned queue, under mu */
 	int stop, reopen;               /* under mu */
 	atomic_size_t queued;           /* queue + pend, for queue_max */
@@ -195,6 +197,13 @@ static void pend_pop(struct aud_writer *a)
 /* Called with mu held: the shared queue joins the writer's pending list. */
 static void pend_take_queue(struct aud_writer *a)
 {
+	const struct qrec *q;
+	unsigned n = 0;
+
+	/* How busy we are decides whether the writer naps (see writer_main). */
+	for (q = a->head; q && n < AUD_NAP_BUSY; q = q->next)
+		n++;
+	a->busy = n >= AUD_NAP_BUSY;
 	if (!a->head)
 		return;
 	if (a->pend_tail)
@@ -893,12 +902,20 @@ static void *writer_main(void *arg)
 			int64_t d = tick_deadline(a);
 
 			if (d) {
-				if (wait_until(a, d) == ETIMEDOUT)
+				int timed_out;
+
+				/* Waiting for the fsync tick: a new record must
+				 * still wake us. */
+				a->sleeping = 1;
+				timed_out = wait_until(a, d) == ETIMEDOUT;
+				a->sleeping = 0;
+				if (timed_out)
 					break;
-			} else if (!napped) {
-				/* Nap before sleeping for good: records that arrive
-				 * meanwhile are collected without waking us one by
-				 * one (submitters only signal a sleeping writer). */
+			} else if (!napped && a->busy) {
+				/* Busy: nap before sleeping for good, so records that
+				 * arrive meanwhile are collected without waking us one
+				 * by one (submitters only signal a sleeping writer).
+				 * Idle gateways write each record at once. */
 				napped = 1;
 				wait_until(a, mono_ms() + AUD_NAP_MS);
 			} else {

@@ -715,6 +715,8 @@ static void upstream_io(struct gw_loop *l, struct gw_io *io, uint32_t ev)
 	SG_UNUSED(l);
 	if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 		c->u_rd = 1;
+	if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		c->u_hup = 1;
 	if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
 		c->u_wr = 1;
 	if (c->state == CS_CONNECT) {
@@ -1018,6 +1020,8 @@ static void client_io(struct gw_loop *l, struct gw_io *io, uint32_t ev)
 	SG_UNUSED(l);
 	if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 		c->c_rd = 1;
+	if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		c->c_hup = 1;
 	if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
 		c->c_wr = 1;
 	if (c->state == CS_RESOLVE || c->state == CS_CONNECT)

@@ -36,6 +36,7 @@ struct relay_dir {
 	unsigned shut:1;        /* dst write side shut (or not to be shut) */
 	unsigned no_shut:1;     /* at limit: stop reading, do not half-close dst */
 	unsigned chunked:1;     /* limit comes from chunked framing, found by peeking */
+	unsigned bulk:1;        /* the last copy filled the buffer: splice until drained */
 	struct http1_chunked ch;
 };
 
@@ -79,6 +80,7 @@ struct gw_conn {
 	char sbx_name[GW_REG_NAME_MAX]; /* registered name, else the policy's key; "": none */
 	struct gw_io cio, uio;
 	unsigned c_rd, c_wr, u_rd, u_wr;        /* edge-triggered readiness */
+	unsigned c_hup, u_hup;                  /* the peer's EOF is signalled (EPOLLRDHUP) */
 	unsigned has_odst:1, has_name:1, has_dst:1, dst_is_literal:1;
 	unsigned audited:1, would_deny:1, http:1, tls_seen:1, status_peeked:1;
 	unsigned host_from_dns:1;       /* no name of its own: host is what the DNS responder

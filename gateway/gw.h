@@ -74,6 +74,7 @@ struct gw_worker {
 	size_t n_conns;
 	struct gw_pipe pipes[GW_PIPE_POOL];
 	int n_pipes;
+	uint8_t relay_buf[16384];       /* small messages are copied through here */
 	int draining;
 	struct gw_dns_worker *dns;      /* owned (freed by gw_dns_free); NULL without listen.dns */
 };
