@@ -11,9 +11,12 @@
 #include "gateway/dns_learn.h"
 #include "sg_poison.h"
 
+/* Sharded so that workers answering DNS and workers naming connections
+ * rarely wait for each other; a fixed table per shard so the store can
+ * never grow with what a sandbox asks. */
 #define SHARDS 16
 #define SHARD_SLOTS (DNS_LEARN_SLOTS / SHARDS)  /* a power of two */
-#define PROBE 8
+#define PROBE 8                                 /* slots a key may live in */
 
 struct ent {
 	uint64_t ident;         /* identity hash; 0: empty */
@@ -43,6 +46,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+/* The murmur3 finaliser: FNV's low bits alone index the table badly. */
 static uint64_t mix(uint64_t h)
 {
 	h ^= h >> 33;
@@ -58,6 +62,12 @@ static void ident_finish(struct dns_ident *id)
 		id->hash = 1;
 }
 
+/*
+ * A registered sandbox is its name, so that its IPv4 and IPv6 addresses
+ * share one bucket and one set of learned names; any other source is its
+ * address (sandboxes under one `sources:` CIDR are still told apart). The
+ * key is binary and never printed.
+ */
 const struct gw_reg_entry *dns_ident_of(struct dns_ident *id, const struct gw_registry *reg,
 					const struct sg_addr *src)
 {
@@ -125,6 +135,9 @@ void dns_learn_free(struct dns_learn *l)
 	free(l);
 }
 
+/* (sandbox, address): the identity's hash stands for the identity. Two
+ * identities whose 64-bit hashes collide would share names, which only
+ * mislabels an audit record; no decision depends on this store. */
 static uint64_t key_hash(const struct dns_ident *id, const struct sg_addr *a)
 {
 	uint64_t h = id->hash;
@@ -149,6 +162,9 @@ void dns_learn_put(struct dns_learn *l, const struct dns_ident *id, const struct
 	size_t base = (size_t)(h >> 8), i, n;
 	struct ent *victim = NULL;
 
+	/* The same key in its neighbourhood is refreshed in place; otherwise
+	 * a free slot, else the entry that would expire first is given up
+	 * (an expired one first of all: its expiry is in the past). */
 	pthread_mutex_lock(&s->mu);
 	for (i = 0; i < PROBE; i++) {
 		struct ent *e = &s->ents[(base + i) & (SHARD_SLOTS - 1)];

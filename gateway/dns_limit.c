@@ -13,12 +13,17 @@
 #include "gateway/dns_limit.h"
 #include "sg_poison.h"
 
+/* Every query takes its sandbox's shard lock once or twice (admit, then
+ * count): sharding keeps two sandboxes on two workers from contending. */
 #define SHARDS 16
 #define BUCKETS 64              /* per shard */
 #define SHARD_MAX (DNS_LIMIT_SBX / SHARDS)
 #define RULE_MAX 128
 #define SRC_MAX 64
 
+/* One (name, type, outcome) of a sandbox's window: what its aggregate
+ * record will say. Strings are copied: a reload frees the rule ids the
+ * first record borrowed, and the record is written after it. */
 struct agg {
 	uint64_t h;
 	uint64_t count;                 /* queries since the window's first */
@@ -32,6 +37,7 @@ struct agg {
 	char name[SG_HOST_MAX + 1];
 };
 
+/* Refusals of one kind since the last burst record. */
 struct burst {
 	uint64_t count;
 	int64_t first_ms, last_ms;
@@ -278,7 +284,11 @@ static struct sbx *sbx_get(struct dns_limits *L, struct shard *s, const struct d
 	return e;
 }
 
-/* Is h among the window's names? Adds it if there is room under max. */
+/*
+ * Is h among the window's names? Adds it if there is room under max.
+ * Only hashes are kept (8 bytes a name): the cap is about how many names,
+ * not which; a collision lets one extra name through, never blocks one.
+ */
 static int names_admit(struct sbx *e, uint64_t h, long long max)
 {
 	size_t i, mask;
@@ -378,6 +388,8 @@ out:
 	return res;
 }
 
+/* The outcome is part of the key: an answer that changes within the
+ * window (a reload, a name that stops resolving) gets its own record. */
 static int agg_same(const struct agg *a, const struct dns_rec *r, uint64_t h)
 {
 	return a->h == h && a->qtype == r->qtype && a->rcode == r->rcode &&

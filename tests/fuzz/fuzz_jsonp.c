@@ -8,6 +8,8 @@
 
 #define CHECK(x) do { if (!(x)) abort(); } while (0)
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct sg_jsonp_tok t[256];

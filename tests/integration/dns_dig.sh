@@ -38,6 +38,7 @@ gateway:
     hosts:
       api.example.test: [203.0.113.5]
       big.example.test: [$BIG]
+      reg.example.test: [203.0.113.30]
   dns: { max_ttl: 30s }
 audit: { path: $T/audit.jsonl }
 sandboxes:
@@ -51,6 +52,9 @@ sandboxes:
       - { name: lan, cidrs: [10.99.0.0/16], ports: [5432] }
     deny:
       - { name: no-secret, domains: [secret.wild.example.test] }
+  "agent-*":
+    allow:
+      - { name: reg, domains: [reg.example.test] }
 default: deny
 YAML
 sg_start "$T/sg.yaml"
@@ -69,7 +73,8 @@ check "… dnsmasq was asked" upstream_saw allowed.example.test
 check "audit: allow rule_allow for allowed.example.test" audit_exists \
 	'.event == "dns" and .sandbox == "local" and .decision == "allow" and .reason == "rule_allow"
 	 and .rule == "names" and .qname == "allowed.example.test" and .qtype == "A"
-	 and .rcode == "NOERROR" and .answers == 1 and .proto == "udp" and (.src | startswith("127.0.0.1:"))'
+	 and .rcode == "NOERROR" and .answers == 1 and .proto == "udp" and (.src | startswith("127.0.0.1:"))
+	 and .dst_host == "allowed.example.test" and .count == 1'
 r=$(dq ok2 @127.0.0.1 +tcp allowed.example.test A)
 check "allowed name over TCP: NOERROR with 203.0.113.10 (got $r)" \
 	bash -c "[ '$r' = NOERROR ] && grep -q 203.0.113.10 '$T/ok2.dig'"
@@ -170,10 +175,10 @@ check "a name ending a label in '-': FORMERR (got $r)" bash -c "echo '$r' | grep
 check "audit: dns_bad_name" audit_exists '.event == "dns" and .reason == "dns_bad_name" and .rcode == "FORMERR"'
 
 # --- aggregation ----------------------------------------------------------------------
-for i in 1 2 3 4 5; do dq agg$i @127.0.0.1 allowed.example.test A >/dev/null; done
+for i in 1 2 3 4 5 6; do dq agg$i @127.0.0.1 agg.wild.example.test A >/dev/null; done
 sleep 0.2
-n=$(audit_count '.event == "dns" and .qname == "allowed.example.test" and .qtype == "A" and .proto == "udp"')
-check "5 more queries of an allowed name write no record of their own yet (records: $n)" test "$n" = 1
+n=$(audit_count '.event == "dns" and .qname == "agg.wild.example.test"')
+check "6 queries of an allowed name: the first is recorded, the rest not yet (records: $n)" test "$n" = 1
 
 # --- metrics ------------------------------------------------------------------------
 curl -s --unix-socket "$T/admin.sock" http://x/metrics >"$T/metrics.txt"
@@ -184,13 +189,38 @@ check "metrics: truncated answers counted" grep -q 'sandgate_dns_truncated_total
 check "metrics: TCP queries counted" grep -q 'sandgate_dns_received_total{proto="tcp"} [1-9]' "$T/metrics.txt"
 check "metrics: learned entries" grep -q 'sandgate_dns_learned_entries [1-9]' "$T/metrics.txt"
 
+# --- a sandbox registered at run time is identified like its connections ---------------
+code=$(curl -s -o "$T/reg.out" -w '%{http_code}' --unix-socket "$T/admin.sock" \
+	-d '{"name":"agent-7","addresses":["127.0.0.3"]}' http://x/v1/sandboxes)
+check "registered agent-7 at 127.0.0.3 ($code)" test "$code" = 201
+r=$(dq reg @127.0.0.1 -b 127.0.0.3 reg.example.test A)
+check "its query is judged by the agent-* policy (got $r)" \
+	bash -c "[ '$r' = NOERROR ] && grep -q 203.0.113.30 '$T/reg.dig'"
+check "audit: sandbox is the registered name" audit_exists \
+	'.event == "dns" and .sandbox == "agent-7" and .qname == "reg.example.test" and .rule == "reg" and (.src | startswith("127.0.0.3:"))'
+r=$(dq reg2 @127.0.0.1 -b 127.0.0.3 allowed.example.test A)
+check "… and not by the local sandbox's rules (got $r)" test "$r" = NXDOMAIN
+
+# --- a reload applies to the next answer (the answer cache follows the policy) ------
+sed -i 's/domains: \[allowed.example.test, /domains: [/' "$T/sg.yaml"
+kill -HUP "$SG_PID"
+for _ in $(seq 1 100); do grep -q "reloaded" "$T/gw.log" && break; sleep 0.02; done
+r=$(dq rl @127.0.0.1 allowed.example.test A)
+check "after a reload without allowed.example.test: NXDOMAIN (got $r)" test "$r" = NXDOMAIN
+r=$(dq rl2 @127.0.0.1 v6only.example.test AAAA)
+check "… other names still answered (got $r)" test "$r" = NOERROR
+
 sg_stop
-check "at shutdown: one aggregate record with the 5 counted queries" audit_exists \
-	'.event == "dns" and .qname == "allowed.example.test" and .qtype == "A" and .aggregate == "window" and .count == 5 and .decision == "allow"'
+check "at shutdown: one aggregate record with the other 5" audit_exists \
+	'.event == "dns" and .qname == "agg.wild.example.test" and .qtype == "A" and .aggregate == "window"
+	 and .count == 5 and .decision == "allow" and .rule == "names" and .answers == 1'
+check "… and no other record of it" test "$(audit_count '.qname == "agg.wild.example.test"')" = 2
+check "a truncated answer records 0 answers sent" audit_exists \
+	'.event == "dns" and .qname == "big.example.test" and .proto == "udp" and .answers == 0 and .rcode == "NOERROR"'
 check "the gateway_stop record comes after the aggregates" \
 	bash -c "tail -n 1 '$A' | jq -e '.event == \"gateway_stop\"'"
 check "dnsmasq never heard of any unlisted name" \
 	bash -c "! grep -Eq 'unlisted|secret' '$DNSLOG'"
-check "sandgate audit query reads the dns records" \
-	bash -c "'$SANDGATE' audit query --event dns '$A' | grep -q unlisted-leak.example.test"
+check "sandgate audit query --host finds dns records by name (dst_host)" \
+	bash -c "'$SANDGATE' audit query --event dns --host 'unlisted-leak.*' '$A' | grep -q 'dns .*unlisted-leak.example.test'"
 px_done
