@@ -46,6 +46,7 @@ deps:
 
 $(BIN): $(OBJS)
 	$(CC) -o $@ $^ $(LDFLAGS) $(PKG_LIBS)
+	@ln -sf $(notdir $(BIN)) $(dir $(BIN))sandgate-cni   # the CNI plugin is argv[0] "sandgate-cni"
 
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
@@ -87,6 +88,6 @@ bench: all
 	@tests/bench/run
 
 clean:
-	rm -rf build sandgate
+	rm -rf build sandgate sandgate-cni
 
 -include $(OBJS:.o=.d)

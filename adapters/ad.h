@@ -177,8 +177,34 @@ int ad_oci_start(struct ad_sbx *s, const char *runtime);
 void ad_oci_cleanup(struct ad_sbx *s, const char *runtime);
 int ad_oci_available(const char *runtime, char *why, size_t whysz);
 
+/* ad_vm_image.c: what the microvm backend boots (kernel, initramfs, disk) */
+struct ad_vm_kernel {
+	char key[128];                    /* "<package>_<version>": the cache key */
+	char dir[256];                    /* AD_CACHE_DIR/kernel/<key> */
+	char vmlinuz[300];
+};
+/* A file of the per-run initramfs: from the host (host_path) or memory. */
+struct ad_vm_file {
+	const char *name;                 /* path inside the guest, no leading '/' */
+	const char *host_path;            /* or NULL: data/len */
+	const char *data;
+	size_t len;
+	int mode;
+};
+/* Find (or apt-get download once) Debian's cloud kernel in the cache. */
+int ad_vm_kernel_get(struct ad_vm_kernel *k, int verbose);
+/* The cached base initramfs (busybox, /init, modules) for k: out = path. */
+int ad_vm_initramfs_base(const struct ad_vm_kernel *k, const char *busybox, char *out,
+			 size_t outsz, int verbose);
+/* out = base + one more archive of files (later files win in the guest). */
+int ad_vm_initrd_write(const char *base, const char *out, const struct ad_vm_file *files, int nf);
+/* An ext4 image holding a copy of dir (mke2fs -d). */
+int ad_vm_workspace_image(const char *dir, const char *img);
+
 /* --------------------------------------------------------------- entry */
 
 int ad_run_main(int argc, char **argv);     /* `sandgate run ...` */
+/* `sandgate cni` / argv[0] "sandgate-cni": the CNI plugin (env + stdin). */
+int ad_cni_main(int argc, char **argv);
 
 #endif

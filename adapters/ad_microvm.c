@@ -1,31 +1,619 @@
 /*
- * ad_microvm.c - the microvm backend (QEMU -M microvm on a tap; Firecracker
- * where its binary exists). Not implemented in this build: the backend is
- * registered so `--backend microvm` fails with a reason instead of a usage
- * error, and the network layer already provides its tap (AD_LINK_TAP).
+ * ad_microvm.c - the microvm backend: QEMU `-M microvm` on the run's tap.
+ *
+ * The guest's only NIC is a virtio-net device on the tap "sgr<id>", whose
+ * traffic meets the same nft table as a veth (keyed on iifname): the VM
+ * gets no other device that reaches the network. The guest kernel and the
+ * initramfs come from ad_vm_image.c; /init configures eth0 from vm.conf,
+ * installs the CA bundle, mounts the workspace disk and runs CMD.
+ *
+ * Exit status: the serial console is the only channel back. /init prints
+ * "SANDGATE-START-<nonce>" just before CMD and "\nSANDGATE-EXIT-<nonce> N"
+ * after it; the nonce is fresh per run so output that merely looks like a
+ * marker is not one. (CMD runs as root in the guest and could read the
+ * nonce and forge a status: that only lies about its own exit status.)
+ * A "console filter" process sits between QEMU and our stdout: before the
+ * start marker everything is boot noise (kept in console.log, shown on
+ * failure or with -v); after it, bytes go to stdout unchanged except the
+ * newline that /init adds before the exit marker. That filter is the
+ * sandbox process of struct ad_sbx: its exit status is CMD's.
+ *
+ * Acceleration: KVM only where the host really has it (vmx/svm in
+ * /proc/cpuinfo and no kvm_pvm module: nested PVM exposes /dev/kvm but
+ * guests hang). Otherwise TCG, which needs the host's TSC frequency on the
+ * kernel command line (tsc_early_khz, tsc=reliable) or a fifth of boots
+ * hang calibrating. Firecracker is not driven yet: where the binary
+ * exists, a notice says QEMU is used.
+ *
+ * Not attached: stdin (the console is output only; CMD reads /dev/null).
+ * The workspace is a copy (see ad_vm_image.c): changes made in the VM are
+ * not written back to the host directory.
  */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "sg.h"
+#include "sg_sbuf.h"
 #include "adapters/ad.h"
 #include "sg_poison.h"
 
+#define VM_BUSYBOX "/bin/busybox"
+#define VM_MEM_MB "256"
+#define VM_BOOT_TIMEOUT_S 180   /* TCG on a loaded 2-core host: generous */
+#define VM_FAILED 125
+
+/* ------------------------------------------------------------ checks */
+
+/* busybox-static: an ELF with no PT_INTERP (a dynamic busybox would find
+ * no libc in the initramfs and the guest would panic without a word). */
+static int is_static_elf(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), i, ok = 0;
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(ph))
+		goto out;
+	ok = 1;
+	for (i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * sizeof(ph))) !=
+		    sizeof(ph)) {
+			ok = 0;
+			break;
+		}
+		if (ph.p_type == PT_INTERP) {
+			ok = 0;
+			break;
+		}
+	}
+out:
+	close(fd);
+	return ok;
+}
+
+/* KVM usable? why gets the reason when not. */
+static int kvm_usable(char *why, size_t whysz)
+{
+	static char cpuinfo[1 << 16];
+	int vmx;
+
+	if (ad_file_read("/proc/cpuinfo", cpuinfo, sizeof(cpuinfo)) <= 0) {
+		ad_fmt(why, whysz, "/proc/cpuinfo unreadable");
+		return 0;
+	}
+	vmx = strstr(cpuinfo, " vmx") || strstr(cpuinfo, " svm");
+	if (!vmx) {
+		ad_fmt(why, whysz, "no vmx/svm in /proc/cpuinfo");
+		return 0;
+	}
+	if (access("/sys/module/kvm_pvm", F_OK) == 0) {
+		ad_fmt(why, whysz, "/dev/kvm is nested PVM (kvm_pvm), where guests hang");
+		return 0;
+	}
+	if (access("/dev/kvm", R_OK | W_OK) < 0) {
+		ad_fmt(why, whysz, "no usable /dev/kvm");
+		return 0;
+	}
+	return 1;
+}
+
+/* The host's TSC frequency in kHz: the sysfs value where the kernel
+ * exports it, else "cpu MHz" of /proc/cpuinfo (the TSC on constant_tsc
+ * CPUs, which is all of them under a hypervisor). 0 if unknown. */
+static long tsc_khz(void)
+{
+	static char buf[1 << 16];
+	const char *p;
+
+	if (ad_file_read("/sys/devices/system/cpu/cpu0/tsc_freq_khz", buf, sizeof(buf)) > 0 &&
+	    atol(buf) > 0)
+		return atol(buf);
+	if (ad_file_read("/proc/cpuinfo", buf, sizeof(buf)) <= 0 || !(p = strstr(buf, "cpu MHz")) ||
+	    !(p = strchr(p, ':')))
+		return 0;
+	return (long)(strtod(p + 1, NULL) * 1000.0);
+}
+
 static int vm_available(const struct ad_spec *s, char *why, size_t whysz)
 {
-	SG_UNUSED(s);
-	ad_fmt(why, whysz, "the microvm backend is not implemented in this build yet");
-	return SG_EINVAL;
+	char path[512];
+
+	if (ad_which("qemu-system-x86_64", path, sizeof(path)) < 0) {
+		ad_fmt(why, whysz, "needs qemu-system-x86_64 (Debian package qemu-system-x86)");
+		return SG_EINVAL;
+	}
+	if (!is_static_elf(VM_BUSYBOX)) {
+		ad_fmt(why, whysz, "needs a static %s for the guest (Debian package busybox-static)",
+		       VM_BUSYBOX);
+		return SG_EINVAL;
+	}
+	if (s->workspace && ad_which("mke2fs", path, sizeof(path)) < 0) {
+		ad_fmt(why, whysz, "--workspace needs mke2fs (Debian package e2fsprogs)");
+		return SG_EINVAL;
+	}
+	if (s->rootfs) {
+		ad_fmt(why, whysz, "--rootfs does not apply: the guest's root is its initramfs");
+		return SG_EINVAL;
+	}
+	if (access("/dev/net/tun", R_OK | W_OK) < 0) {
+		ad_fmt(why, whysz, "needs /dev/net/tun");
+		return SG_EINVAL;
+	}
+	return 0;
 }
+
+/* --------------------------------------------------- per-run files */
+
+/* 'text' for sh: ' becomes '\'' */
+static void sh_quote(struct sg_sbuf *b, const char *s)
+{
+	sg_sbuf_puts(b, "'");
+	for (; *s; s++) {
+		if (*s == '\'')
+			sg_sbuf_puts(b, "'\\''");
+		else
+			sg_sbuf_add(b, s, 1);
+	}
+	sg_sbuf_puts(b, "'");
+}
+
+static void sh_var(struct sg_sbuf *b, const char *k, const char *v)
+{
+	sg_sbuf_printf(b, "%s=", k);
+	sh_quote(b, v);
+	sg_sbuf_puts(b, "\n");
+}
+
+struct vm_run {
+	char nonce[33];
+	char start_marker[64], exit_marker[64];
+	char initrd[128], disk[128], console_log[128], qemu_log[128], pid_file[128];
+	char qemu[512];
+	struct ad_vm_kernel kernel;
+};
+
+static int write_initrd(struct ad_sbx *s, struct vm_run *v, const char *base)
+{
+	const struct ad_spec *sp = s->spec;
+	const struct ad_net *n = sp->net;
+	struct sg_sbuf conf, cmd;
+	int i, rc;
+
+	sg_sbuf_init(&conf);
+	sg_sbuf_init(&cmd);
+	sh_var(&conf, "SG_NAME", sp->name);
+	sh_var(&conf, "SG_SBX4", n->sbx4);
+	sh_var(&conf, "SG_HOST4", n->host4);
+	sh_var(&conf, "SG_SBX6", n->sbx6);
+	sh_var(&conf, "SG_HOST6", n->host6);
+	sh_var(&conf, "SG_WORKSPACE", sp->workspace ? "1" : "0");
+	sh_var(&conf, "SG_START", v->start_marker);
+	sh_var(&conf, "SG_EXIT", v->exit_marker);
+	/* cmd.sh runs under `env -i`: the allow-listed environment is all
+	 * CMD sees, then CMD replaces the shell (its status is /init's rc). */
+	for (i = 0; sp->env[i]; i++) {
+		sg_sbuf_puts(&cmd, "export ");
+		sh_quote(&cmd, sp->env[i]);
+		sg_sbuf_puts(&cmd, "\n");
+	}
+	sg_sbuf_puts(&cmd, "cd /workspace 2>/dev/null || cd /\nexec");
+	for (i = 0; sp->argv[i]; i++) {
+		sg_sbuf_puts(&cmd, " ");
+		sh_quote(&cmd, sp->argv[i]);
+	}
+	sg_sbuf_puts(&cmd, "\n");
+	if (conf.oom || cmd.oom) {
+		rc = SG_ENOMEM;
+	} else {
+		const struct ad_vm_file files[] = {
+			{ "run/sandgate/vm.conf", NULL, conf.p, conf.len, 0600 },
+			{ "run/sandgate/cmd.sh", NULL, cmd.p, cmd.len, 0755 },
+			{ "run/sandgate/ca.pem", sp->ca_bundle, NULL, 0, 0644 },
+			{ "etc/resolv.conf", sp->resolv_conf, NULL, 0, 0644 },
+			{ "etc/hosts", sp->hosts, NULL, 0, 0644 },
+		};
+
+		rc = ad_vm_initrd_write(base, v->initrd, files, (int)SG_ARRAY_LEN(files));
+		if (rc < 0)
+			fprintf(stderr, "sandgate run: cannot write %s\n", v->initrd);
+	}
+	sg_sbuf_free(&conf);
+	sg_sbuf_free(&cmd);
+	return rc;
+}
+
+/* ------------------------------------------------- console filter */
+
+struct vm_console {
+	const struct vm_run *v;
+	int out_fd, log_fd, verbose;
+	int running;                    /* between the start and exit markers */
+	int started;                    /* the start marker was seen */
+	int have_status, status;
+	int pending_nl;                 /* a line's '\n', held back: maybe /init's */
+	char line[4096];
+	size_t len, sent;               /* sent: bytes of line already forwarded */
+};
+
+static void out_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Forward line[sent..len) to stdout, after any held newline; nl: the
+ * line ends here (its newline is held in turn, even for an empty line). */
+static void con_forward(struct vm_console *c, int nl)
+{
+	if (c->pending_nl && (nl || c->len > c->sent)) {
+		out_all(c->out_fd, "\n", 1);
+		c->pending_nl = 0;
+	}
+	out_all(c->out_fd, c->line + c->sent, c->len - c->sent);
+	c->sent = c->len;
+	if (nl)
+		c->pending_nl = 1;
+}
+
+/* A line is complete (nl) or the buffer is full / idle (!nl). */
+static void con_line(struct vm_console *c, int nl)
+{
+	size_t el = strlen(c->v->exit_marker), n = c->len;
+
+	/* Markers are whole lines: only a line not yet partly forwarded. */
+	if (nl && c->sent == 0) {
+		if (n > 0 && c->line[n - 1] == '\r')
+			n--;
+		if (n > el && !memcmp(c->line, c->v->exit_marker, el) && c->line[el] == ' ') {
+			c->status = atoi(c->line + el + 1);
+			c->have_status = 1;
+			c->pending_nl = 0;      /* it was /init's, before the marker */
+			c->running = 0;         /* the rest ("reboot: ...") is noise */
+			goto done;
+		}
+		if (!c->started && n == strlen(c->v->start_marker) &&
+		    !memcmp(c->line, c->v->start_marker, n)) {
+			c->running = c->started = 1;
+			goto done;
+		}
+	}
+	if (!c->running) {
+		/* Boot noise: kept for the failure report, shown with -v. */
+		out_all(c->log_fd, c->line, c->len);
+		if (nl)
+			out_all(c->log_fd, "\n", 1);
+		if (c->verbose) {
+			out_all(2, c->line, c->len);
+			if (nl)
+				out_all(2, "\n", 1);
+		}
+		goto done;
+	}
+	con_forward(c, nl);
+	if (!nl)
+		return;
+done:
+	c->len = c->sent = 0;
+}
+
+static void con_feed(struct vm_console *c, const char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (p[i] == '\n') {
+			con_line(c, 1);
+			continue;
+		}
+		if (c->len == sizeof(c->line)) {
+			/* A full buffer is no marker: forward (or log) it, go on. */
+			con_line(c, 0);
+			c->len = c->sent = 0;
+		}
+		c->line[c->len++] = p[i];
+	}
+}
+
+/* Idle: forward a partial line unless it could still become the exit
+ * marker (a prompt, a progress bar: the user wants to see it now). */
+static void con_idle(struct vm_console *c)
+{
+	size_t el = strlen(c->v->exit_marker);
+
+	if (!c->running || c->len == c->sent)
+		return;
+	if (c->sent == 0 && !memcmp(c->line, c->v->exit_marker, SG_MIN(c->len, el)))
+		return;
+	con_forward(c, 0);
+}
+
+static void show_tail(const char *path, const char *what)
+{
+	static char buf[1 << 16];
+	ssize_t n = ad_file_read(path, buf, sizeof(buf));
+	const char *p;
+	int lines = 0;
+
+	if (n <= 0)
+		return;
+	for (p = buf + n; p > buf && lines < 20; p--)
+		if (p[-1] == '\n')
+			lines++;
+	fprintf(stderr, "--- %s (%s)\n%s%s", what, path, p, buf[n - 1] == '\n' ? "" : "\n");
+}
+
+static pid_t spawn_qemu(const char *const argv[], int out_fd, const char *log)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid != 0)
+		return pid;
+	/* QEMU goes with the filter, even a SIGKILLed one. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	ad_child_signals_reset();
+	{
+		int devnull = open("/dev/null", O_RDONLY);
+		int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		dup2(devnull, 0);
+		dup2(out_fd, 1);
+		dup2(lfd >= 0 ? lfd : devnull, 2);
+	}
+	execvp(argv[0], (char *const *)argv);
+	_exit(127);
+}
+
+/* The sandbox process: runs QEMU, filters its console, exits with CMD's
+ * status (VM_FAILED when the guest never reported one, 128+N when signal
+ * N stopped it first). */
+static void __attribute__((noreturn))
+filter_main(const struct vm_run *v, const char *const qargv[], int verbose)
+{
+	struct vm_console c = { .v = v, .out_fd = 1, .verbose = verbose };
+	sigset_t set;
+	int p[2], sfd, st, got_sig = 0, boot_timeout = VM_BOOT_TIMEOUT_S * 10, after_exit = 0;
+	pid_t qpid;
+	char buf[8192];
+
+	c.log_fd = open(v->console_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* The run blocked these for its signalfd; so do we (inherited mask). */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (pipe2(p, O_CLOEXEC) < 0 || sfd < 0)
+		_exit(VM_FAILED);
+	qpid = spawn_qemu(qargv, p[1], v->qemu_log);
+	close(p[1]);
+	if (qpid < 0)
+		_exit(VM_FAILED);
+	/* For cleanup(): QEMU is our child, not the run's. */
+	ad_fmt(buf, sizeof(buf), "%d %llu\n", (int)qpid, ad_proc_starttime(qpid));
+	ad_file_write(v->pid_file, buf, strlen(buf), 0644);
+	for (;;) {
+		struct pollfd pf[2] = { { p[0], POLLIN, 0 }, { sfd, POLLIN, 0 } };
+		int r = poll(pf, 2, 100);
+		ssize_t n;
+
+		if (r < 0 && errno != EINTR)
+			break;
+		/* After the exit marker the guest has synced and unmounted: if
+		 * its reboot does not end QEMU within 3 s, we do. */
+		if (c.have_status && ++after_exit == 30)
+			kill(qpid, SIGKILL);
+		if (r == 0) {
+			con_idle(&c);
+			if (!c.started && --boot_timeout == 0) {
+				fprintf(stderr, "sandgate run: the microVM did not boot in %d s\n",
+					VM_BOOT_TIMEOUT_S);
+				kill(qpid, SIGKILL);
+			}
+			continue;
+		}
+		if (pf[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				got_sig = got_sig ? got_sig : (int)si.ssi_signo;
+				/* QEMU ends the guest on SIGTERM; a second signal kills. */
+				kill(qpid, got_sig == (int)si.ssi_signo ? SIGTERM : SIGKILL);
+			}
+		}
+		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			n = read(p[0], buf, sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			con_feed(&c, buf, (size_t)n);
+		}
+	}
+	if (c.running)
+		con_forward(&c, 0);
+	while (waitpid(qpid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (c.have_status && c.status >= 0 && c.status <= 255 && (c.status != VM_FAILED || c.started))
+		_exit(c.status);
+	if (c.have_status) {
+		fprintf(stderr, "sandgate run: the microVM could not start CMD\n");
+		show_tail(v->console_log, "guest console");
+	} else if (got_sig) {
+		_exit(128 + got_sig);
+	} else {
+		fprintf(stderr, "sandgate run: the microVM ended without reporting CMD's status "
+			"(QEMU %s %d)\n", WIFEXITED(st) ? "exit" : "signal",
+			WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+		show_tail(v->qemu_log, "QEMU");
+		show_tail(v->console_log, "guest console");
+	}
+	_exit(VM_FAILED);
+}
+
+/* ------------------------------------------------------------- start */
 
 static int vm_start(struct ad_sbx *s)
 {
-	SG_UNUSED(s);
-	return SG_EINVAL;
+	static struct vm_run v;
+	const struct ad_spec *sp = s->spec;
+	char base[512], fc[512], append[256], netdev[96], drive[192], accel_why[160];
+	const char *qargv[48];
+	unsigned char rnd[16];
+	int i, q = 0, kvm;
+	long khz;
+
+	memset(&v, 0, sizeof(v));
+	if (ad_which("firecracker", fc, sizeof(fc)) == 0)
+		fprintf(stderr, "sandgate run: notice: %s found, but this build does not drive "
+			"Firecracker yet; using QEMU\n", fc);
+	else if (sp->verbose)
+		fprintf(stderr, "sandgate run: firecracker not found, using QEMU\n");
+	if (ad_which("qemu-system-x86_64", v.qemu, sizeof(v.qemu)) < 0)
+		return SG_EINVAL;
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return SG_EIO;
+	for (i = 0; i < 16; i++)
+		ad_fmt(v.nonce + 2 * i, 3, "%02x", rnd[i]);
+	ad_fmt(v.start_marker, sizeof(v.start_marker), "SANDGATE-START-%s", v.nonce);
+	ad_fmt(v.exit_marker, sizeof(v.exit_marker), "SANDGATE-EXIT-%s", v.nonce);
+	if (ad_fmt(v.initrd, sizeof(v.initrd), "%s/initrd.cpio", sp->state_dir) < 0 ||
+	    ad_fmt(v.disk, sizeof(v.disk), "%s/workspace.img", sp->state_dir) < 0 ||
+	    ad_fmt(v.console_log, sizeof(v.console_log), "%s/console.log", sp->state_dir) < 0 ||
+	    ad_fmt(v.qemu_log, sizeof(v.qemu_log), "%s/qemu.log", sp->state_dir) < 0 ||
+	    ad_fmt(v.pid_file, sizeof(v.pid_file), "%s/qemu.pid", sp->state_dir) < 0)
+		return SG_EINVAL;
+
+	if (ad_vm_kernel_get(&v.kernel, sp->verbose) < 0 ||
+	    ad_vm_initramfs_base(&v.kernel, VM_BUSYBOX, base, sizeof(base), sp->verbose) < 0 ||
+	    write_initrd(s, &v, base) < 0)
+		return SG_EIO;
+	if (sp->workspace && ad_vm_workspace_image(sp->workspace, v.disk) < 0)
+		return SG_EIO;
+
+	kvm = kvm_usable(accel_why, sizeof(accel_why));
+	khz = tsc_khz();
+	if (!kvm)
+		fprintf(stderr, "sandgate run: notice: no KVM here (%s): the microVM runs under "
+			"TCG emulation, slower\n", accel_why);
+	if (kvm)
+		ad_fmt(append, sizeof(append), "console=ttyS0 quiet loglevel=1 panic=-1");
+	else if (khz > 0)
+		ad_fmt(append, sizeof(append), "console=ttyS0 quiet loglevel=1 panic=-1 "
+		       "tsc_early_khz=%ld tsc=reliable", khz);
+	else {
+		fprintf(stderr, "sandgate run: warning: the host's TSC frequency is unknown; TCG "
+			"boots may hang calibrating it\n");
+		ad_fmt(append, sizeof(append), "console=ttyS0 quiet loglevel=1 panic=-1");
+	}
+	ad_fmt(netdev, sizeof(netdev), "tap,id=n0,ifname=%s,script=no,downscript=no",
+	       sp->net->ifname);
+	ad_fmt(drive, sizeof(drive), "file=%s,if=none,format=raw,id=ws,cache=unsafe", v.disk);
+
+	qargv[q++] = v.qemu;
+	qargv[q++] = "-M";
+	qargv[q++] = "microvm";
+	qargv[q++] = "-accel";
+	qargv[q++] = kvm ? "kvm" : "tcg";
+	qargv[q++] = "-cpu";
+	qargv[q++] = kvm ? "host" : "qemu64";
+	qargv[q++] = "-m";
+	qargv[q++] = VM_MEM_MB;
+	qargv[q++] = "-smp";
+	qargv[q++] = "1";
+	qargv[q++] = "-nodefaults";
+	qargv[q++] = "-no-user-config";
+	qargv[q++] = "-nographic";
+	qargv[q++] = "-serial";
+	qargv[q++] = "stdio";
+	qargv[q++] = "-no-reboot";
+	qargv[q++] = "-kernel";
+	qargv[q++] = v.kernel.vmlinuz;
+	qargv[q++] = "-initrd";
+	qargv[q++] = v.initrd;
+	qargv[q++] = "-append";
+	qargv[q++] = append;
+	qargv[q++] = "-netdev";
+	qargv[q++] = netdev;
+	qargv[q++] = "-device";
+	qargv[q++] = "virtio-net-device,netdev=n0";
+	if (sp->workspace) {
+		qargv[q++] = "-drive";
+		qargv[q++] = drive;
+		qargv[q++] = "-device";
+		qargv[q++] = "virtio-blk-device,drive=ws";
+	}
+	qargv[q] = NULL;
+	if (sp->verbose)
+		fprintf(stderr, "sandgate run: qemu: accel %s, kernel %s, initrd %s%s%s\n",
+			kvm ? "kvm" : "tcg", v.kernel.vmlinuz, v.initrd,
+			sp->workspace ? ", workspace disk " : "", sp->workspace ? v.disk : "");
+
+	s->pid = fork();
+	if (s->pid < 0)
+		return SG_EIO;
+	if (s->pid == 0) {
+		pid_t parent = getppid();
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(VM_FAILED);
+		/* Own process group: a terminal's ^C reaches the run, which
+		 * forwards it here once, rather than QEMU directly. */
+		setpgid(0, 0);
+		filter_main(&v, qargv, sp->verbose);
+	}
+	return 0;
 }
 
+/* QEMU is the filter's child: after a SIGKILLed filter it dies through
+ * PDEATHSIG, but asynchronously; the tap and the disk must be free before
+ * teardown, so wait for it here (PID + start time: never a reused PID). */
 static void vm_cleanup(struct ad_sbx *s)
 {
-	SG_UNUSED(s);
+	char path[128], buf[64];
+	unsigned long long st = 0;
+	int pid = 0, i;
+
+	if (ad_fmt(path, sizeof(path), "%s/qemu.pid", s->spec->state_dir) < 0 ||
+	    ad_file_read(path, buf, sizeof(buf)) <= 0 || sscanf(buf, "%d %llu", &pid, &st) != 2 ||
+	    pid <= 0 || !st)
+		return;
+	for (i = 0; i < 300 && ad_proc_starttime(pid) == st; i++) {
+		if (i == 0 || i == 100)
+			kill(pid, i ? SIGKILL : SIGTERM);
+		usleep(10000);
+	}
+	if (ad_proc_starttime(pid) == st) {
+		kill(pid, SIGKILL);
+		fprintf(stderr, "sandgate run: warning: QEMU (pid %d) is slow to exit\n", pid);
+	}
 }
 
 const struct ad_backend ad_backend_microvm = {

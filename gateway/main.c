@@ -164,7 +164,11 @@ static int cmd_audit(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	int rc;
+	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
 
+	/* Called as sandgate-cni (a symlink in the CNI bin dir): no args. */
+	if (argc > 0 && !strcmp(base ? base + 1 : argv[0], "sandgate-cni"))
+		return ad_cni_main(argc, argv);
 	if (argc < 2)
 		return usage(stderr);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
@@ -185,6 +189,8 @@ int main(int argc, char **argv)
 		rc = cmd_audit(argc - 2, argv + 2);
 	else if (!strcmp(argv[1], "run"))
 		rc = ad_run_main(argc - 2, argv + 2);
+	else if (!strcmp(argv[1], "cni"))
+		rc = ad_cni_main(argc - 2, argv + 2);
 	else {
 		fprintf(stderr, "sandgate: unknown command \"%s\"\n", argv[1]);
 		rc = usage(stderr);

@@ -8,7 +8,7 @@ libmaxminddb-dev libpcre2-dev libyaml-dev libseccomp-dev"
 test="$build libcmocka-dev clang libclang-rt-14-dev curl openssl python3
 nghttp2-client nghttp2-server nginx-light dnsutils dnsmasq-base iproute2
 nftables procps jq rsyslog chromium libmaxmind-db-writer-perl mmdb-bin
-tcpdump runc crun runsc"
+tcpdump runc crun runsc qemu-system-x86 busybox-static e2fsprogs"
 demo="$test"
 bench="$test haproxy libnginx-mod-stream sniproxy tinyproxy squid-openssl
 mitmproxy wrk gnuplot-nox"

@@ -33,4 +33,4 @@ row "container (own ns)" "" --backend container
 row "container --runtime runc" runc --backend container --runtime runc
 row "container --runtime crun" crun --backend container --runtime crun
 row "gvisor (runsc ptrace)" runsc --backend gvisor
-printf '%-26s %10s   %s\n' "microvm (qemu)" - "skipped: backend not implemented in this build"
+row "microvm (qemu)" qemu-system-x86_64 --backend microvm
