@@ -428,21 +428,6 @@ static int ports_overlap(const struct pol_rule *r, const struct pol_rule *d)
 	return 0;
 }
 
-static int u32_in(const uint32_t *a, size_t n, uint32_t v)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (a[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && a[lo] == v;
-}
-
 /* Does d's set of countries (or AS numbers) contain r's? */
 static int geo_within(const struct pol_geo_code *rv, size_t nr, const uint32_t *dsorted,
 		      size_t nd)
@@ -454,7 +439,7 @@ static int geo_within(const struct pol_geo_code *rv, size_t nr, const uint32_t *
 	if (!nr)
 		return 0;
 	for (i = 0; i < nr; i++)
-		if (!u32_in(dsorted, nd, rv[i].v))
+		if (!pol_u32_in(dsorted, nd, rv[i].v))
 			return 0;
 	return 1;
 }

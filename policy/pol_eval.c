@@ -249,7 +249,7 @@ static void ectx_init(struct pol_ectx *e, const struct sg_config *cfg,
 	}
 }
 
-static int u32_in(const uint32_t *a, size_t n, uint32_t v)
+int pol_u32_in(const uint32_t *a, size_t n, uint32_t v)
 {
 	size_t lo = 0, hi = n;
 
@@ -311,9 +311,9 @@ static enum pol_m3 rule_rest(struct pol_ectx *e, const struct sg_config *cfg,
 		if (!e->q->addr)
 			return M_MAYBE;
 		ectx_geo(e, cfg);
-		if (r->n_countries && (!e->cc || !u32_in(r->cc_sorted, r->n_countries, e->cc)))
+		if (r->n_countries && (!e->cc || !pol_u32_in(r->cc_sorted, r->n_countries, e->cc)))
 			return M_NO;
-		if (r->n_asns && (!e->asn || !u32_in(r->asn_sorted, r->n_asns, e->asn)))
+		if (r->n_asns && (!e->asn || !pol_u32_in(r->asn_sorted, r->n_asns, e->asn)))
 			return M_NO;
 	}
 	return M_YES;

@@ -229,4 +229,7 @@ const struct pol_cfam *pol_cfam_of(const struct pol_index *ix, const struct sg_a
 /* The innermost prefix containing k, or POL_NONE; walk .parent for the rest. */
 uint32_t pol_cfam_find(const struct pol_cfam *f, const struct pol_ckey *k);
 
+/* Is v in the sorted array a[0..n)? (binary search) */
+int pol_u32_in(const uint32_t *a, size_t n, uint32_t v);
+
 #endif

@@ -13,44 +13,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "pol_test_util.h"
+
 #include "sg.h"
 #include "sg_str.h"
 #include "policy/pol.h"
 #include "sg_poison.h"
-
-static char tmpdir[64];
-static char cfgpath[128];
-
-static int group_setup(void **state)
-{
-	SG_UNUSED(state);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_dns_pol.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	snprintf(cfgpath, sizeof(cfgpath), "%s/sandgate.yaml", tmpdir);
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	SG_UNUSED(state);
-	unlink(cfgpath);
-	return rmdir(tmpdir);
-}
-
-static struct sg_config *load(const char *text)
-{
-	struct sg_config *cfg = NULL;
-	char err[512];
-	FILE *f = fopen(cfgpath, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
-	assert_int_equal(fclose(f), 0);
-	if (pol_config_load(cfgpath, &cfg, err, sizeof(err)))
-		fail_msg("unexpected load error: %s", err);
-	return cfg;
-}
 
 static struct sg_addr addr(const char *s)
 {
@@ -121,7 +89,7 @@ static const char *const base =
 
 static void test_names(void **state)
 {
-	struct sg_config *cfg = load(base);
+	struct sg_config *cfg = load_ok(base);
 	struct pol_verdict v;
 	uint16_t port;
 
@@ -168,7 +136,7 @@ static void test_names(void **state)
  */
 static void test_address_rules(void **state)
 {
-	struct sg_config *cfg = load(base);
+	struct sg_config *cfg = load_ok(base);
 	struct pol_verdict v;
 	uint16_t port;
 
@@ -186,8 +154,8 @@ static void test_address_rules(void **state)
 
 static void test_modes_and_sources(void **state)
 {
-	struct sg_config *cfg = load(base);
-	struct sg_config *open = load("version: 1\nsandboxes:\n  s: { sources: [10.0.0.0/8] }\n"
+	struct sg_config *cfg = load_ok(base);
+	struct sg_config *open = load_ok("version: 1\nsandboxes:\n  s: { sources: [10.0.0.0/8] }\n"
 				      "default: allow\n");
 	struct pol_verdict v;
 
@@ -215,7 +183,7 @@ static void test_modes_and_sources(void **state)
 
 static void test_addresses(void **state)
 {
-	struct sg_config *cfg = load(base);
+	struct sg_config *cfg = load_ok(base);
 	struct pol_verdict v;
 
 	SG_UNUSED(state);
@@ -243,7 +211,7 @@ static void test_addresses(void **state)
 
 static void test_port_set(void **state)
 {
-	struct sg_config *cfg = load(base);
+	struct sg_config *cfg = load_ok(base);
 	const struct pol_sandbox *s = pol_sandbox_by_name(cfg, "sb");
 	struct pol_ports *ps = pol_ports_new(cfg, s), *pu = pol_ports_new(cfg, NULL);
 
@@ -267,7 +235,7 @@ static void test_dns_config(void **state)
 	char err[512];
 
 	SG_UNUSED(state);
-	cfg = load("version: 1\ngateway:\n  listen: { proxy: \"127.0.0.1:0\", dns: \"[::]:0\" }\n");
+	cfg = load_ok("version: 1\ngateway:\n  listen: { proxy: \"127.0.0.1:0\", dns: \"[::]:0\" }\n");
 	assert_int_equal(cfg->dns_rate, 200);
 	assert_int_equal(cfg->dns_burst, 400);
 	assert_int_equal(cfg->dns_max_names, 300);
@@ -275,7 +243,7 @@ static void test_dns_config(void **state)
 	assert_int_equal(cfg->dns_tcp_idle_ms, 10000);
 	assert_string_equal(cfg->listen_dns, "[::]:0");
 	pol_config_free(cfg);
-	cfg = load("version: 1\ngateway:\n  dns: { rate: 10, burst: 20, max_names_per_minute: 5,"
+	cfg = load_ok("version: 1\ngateway:\n  dns: { rate: 10, burst: 20, max_names_per_minute: 5,"
 		   " max_ttl: 30s, tcp_idle_timeout: 2s }\n");
 	assert_int_equal(cfg->dns_rate, 10);
 	assert_int_equal(cfg->dns_burst, 20);

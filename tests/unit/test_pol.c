@@ -16,53 +16,12 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 
+#include "pol_test_util.h"
+
 #include "sg.h"
 #include "sg_str.h"
 #include "policy/pol.h"
 #include "sg_poison.h"
-
-static char tmpdir[64];
-static char cfgpath[128];
-
-static int group_setup(void **state)
-{
-	SG_UNUSED(state);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_pol.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	snprintf(cfgpath, sizeof(cfgpath), "%s/sandgate.yaml", tmpdir);
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	SG_UNUSED(state);
-	unlink(cfgpath);
-	return rmdir(tmpdir);
-}
-
-static void write_cfg(const char *text)
-{
-	FILE *f = fopen(cfgpath, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
-	assert_int_equal(fclose(f), 0);
-}
-
-static struct sg_config *load_ok(const char *text)
-{
-	struct sg_config *cfg = NULL;
-	char err[512];
-	int rc;
-
-	write_cfg(text);
-	rc = pol_config_load(cfgpath, &cfg, err, sizeof(err));
-	if (rc)
-		fail_msg("unexpected load error: %s", err);
-	assert_non_null(cfg);
-	return cfg;
-}
 
 /* want: what follows "PATH:" in the message, exactly. */
 static void load_err(const char *text, const char *want)

@@ -14,30 +14,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "pol_test_util.h"
+
 #include "sg.h"
 #include "sg_str.h"
 #include "policy/pol.h"
 #include "sg_poison.h"
-
-static char tmpdir[64];
-static char cfgpath[128];
-
-static int group_setup(void **state)
-{
-	SG_UNUSED(state);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_pol_check.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	snprintf(cfgpath, sizeof(cfgpath), "%s/sandgate.yaml", tmpdir);
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	SG_UNUSED(state);
-	unlink(cfgpath);
-	return rmdir(tmpdir);
-}
 
 struct out {
 	char buf[8192];
@@ -59,16 +41,9 @@ static void collect(void *arg, int line, int col, const char *msg)
 /* Load text, run the check, compare the warnings with want. */
 static void check_warnings(const char *text, const char *want, int count)
 {
-	struct sg_config *cfg = NULL;
+	struct sg_config *cfg = load_ok(text);
 	struct out o = { .sorted = 1 };
-	char err[512];
-	FILE *f = fopen(cfgpath, "wb");
 
-	assert_non_null(f);
-	assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
-	assert_int_equal(fclose(f), 0);
-	if (pol_config_load(cfgpath, &cfg, err, sizeof(err)))
-		fail_msg("unexpected load error: %s", err);
 	assert_int_equal(pol_check(cfg, collect, &o), count);
 	pol_config_free(cfg);
 	assert_true(o.sorted);

@@ -20,44 +20,12 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 
+#include "pol_test_util.h"
+
 #include "sg.h"
 #include "sg_str.h"
 #include "policy/pol.h"
 #include "sg_poison.h"
-
-static char tmpdir[64];
-static char cfgpath[128];
-
-static int group_setup(void **state)
-{
-	SG_UNUSED(state);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_pol_match.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	snprintf(cfgpath, sizeof(cfgpath), "%s/sandgate.yaml", tmpdir);
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	SG_UNUSED(state);
-	unlink(cfgpath);
-	return rmdir(tmpdir);
-}
-
-static struct sg_config *load_text(const char *text)
-{
-	struct sg_config *cfg = NULL;
-	char err[512];
-	FILE *f = fopen(cfgpath, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
-	assert_int_equal(fclose(f), 0);
-	if (pol_config_load(cfgpath, &cfg, err, sizeof(err)))
-		fail_msg("unexpected load error: %s\n%s", err, text);
-	return cfg;
-}
 
 /* ---- the reference: scan every rule in order ---------------------------- */
 
@@ -531,7 +499,7 @@ static void test_random_policies(void **state)
 
 		rng_state = seed;
 		text = rand_config(12);
-		cfg = load_text(text);
+		cfg = load_ok(text);
 		for (i = 0; i < 400; i++) {
 			struct pol_verdict v;
 
@@ -580,7 +548,7 @@ static void test_big_lists(void **state)
 			rand_v6(tmp, sizeof(tmp), 1);
 		yb_add(&b, "      - { cidrs: [%s], ports: [%u] }\n", tmp, 1 + rng() % 2);
 	}
-	cfg = load_text(b.p);
+	cfg = load_ok(b.p);
 	for (i = 0; i < 20000; i++) {
 		struct pol_verdict v;
 
@@ -626,7 +594,7 @@ static void test_regex_semantics(void **state)
 	struct sg_config *cfg;
 
 	SG_UNUSED(state);
-	cfg = load_text("version: 1\nsandboxes:\n  s:\n    allow:\n"
+	cfg = load_ok("version: 1\nsandboxes:\n  s:\n    allow:\n"
 			"      - { regex: '^[a-z0-9-]+\\.s3\\.amazonaws\\.com$' }\n"
 			"      - { regex: 'a.b' }\n"
 			"      - { regex: ['exact\\.test', 'API\\.Example\\.(COM|net)'] }\n"
@@ -676,7 +644,7 @@ static void test_regex_semantics(void **state)
 
 	/* catastrophic backtracking hits the match limit: an allow fails
 	 * closed (no match), a deny fails closed (match) */
-	cfg = load_text("version: 1\nsandboxes:\n  s:\n    allow:\n"
+	cfg = load_ok("version: 1\nsandboxes:\n  s:\n    allow:\n"
 			"      - { regex: '(a|aa)+b' }\n"
 			"  d:\n    deny:\n      - { regex: '(a|aa)+b' }\n"
 			"default: allow\n");
@@ -752,7 +720,7 @@ static void test_regex_tails(void **state)
 
 		snprintf(yaml, sizeof(yaml), "version: 1\nfloor:\n  deny:\n"
 			 "    - regex: '%s'\n", cases[i].re);
-		cfg = load_text(yaml);
+		cfg = load_ok(yaml);
 		re = &cfg->floor_deny.rules[0].regex[0];
 		if (!cases[i].tail && re->tail)
 			fail_msg("%s: tail \"%s\", want none", cases[i].re, re->tail);
@@ -773,7 +741,7 @@ static void test_port_steps(void **state)
 	struct sg_addr a;
 
 	SG_UNUSED(state);
-	cfg = load_text("version: 1\nsandboxes:\n  s:\n    allow:\n"
+	cfg = load_ok("version: 1\nsandboxes:\n  s:\n    allow:\n"
 			"      - { cidrs: [10.0.0.0/8], ports: [\"8000-8100\", 22] }\n"
 			"      - { cidrs: [10.1.0.0/16] }\n"
 			"      - { cidrs: [\"2001:db8::/32\"], ports: [65535] }\n");
@@ -820,7 +788,7 @@ static void test_name_allowed(void **state)
 	struct pol_verdict v;
 
 	SG_UNUSED(state);
-	cfg = load_text("version: 1\nfloor: {deny: [{cidrs: [169.254.0.0/16]}]}\n"
+	cfg = load_ok("version: 1\nfloor: {deny: [{cidrs: [169.254.0.0/16]}]}\n"
 			"sandboxes:\n  s:\n    allow: [{domains: [a.test]}, {cidrs: [10.0.0.0/8]}]\n"
 			"  d: {}\n  au: {mode: audit}\n");
 	memset(&q, 0, sizeof(q));
@@ -890,7 +858,7 @@ static void test_threads(void **state)
 	SG_UNUSED(state);
 	rng_state = 0x7417ead5ULL;
 	text = rand_config(20);
-	cfg = load_text(text);
+	cfg = load_ok(text);
 	for (i = 0; i < TH_Q; i++) {
 		rand_query(cfg, &qs[i], names[i], sizeof(names[i]), &addrs[i]);
 		if (qs[i].name)
