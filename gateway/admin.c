@@ -198,7 +198,17 @@ static int parse_entry(const char *body, size_t len, struct gw_reg_entry *e,
 	}
 	for (i = 1; i < t[0].next; i = t[i + 1].next) {
 		const struct sg_jsonp_tok *k = &t[i], *v = &t[i + 1];
+		size_t m;
 
+		/* A field given twice is ambiguous (and the second array would
+		 * append past the first): refuse. */
+		for (m = 1; m < i; m = t[m + 1].next)
+			if (t[m].end - t[m].start == k->end - k->start &&
+			    !memcmp(body + t[m].start, body + k->start, k->end - k->start)) {
+				snprintf(why, whysz, "field \"%.*s\" given twice",
+					 (int)SG_MIN(k->end - k->start, 64), body + k->start);
+				return -1;
+			}
 		if (sg_jsonp_eq(body, k, "name")) {
 			if (v->type != SG_JSON_STRING ||
 			    sg_jsonp_str(body, v, e->name, sizeof(e->name)) < 0 || !name_ok(e->name)) {
@@ -218,11 +228,15 @@ static int parse_entry(const char *body, size_t len, struct gw_reg_entry *e,
 			for (j = i + 2; j < v->next; j = t[j].next) {
 				char ip[64];
 
-				if (t[j].type != SG_JSON_STRING ||
+				if (e->n_addrs >= GW_REG_ADDRS_MAX || t[j].type != SG_JSON_STRING ||
 				    sg_jsonp_str(body, &t[j], ip, sizeof(ip)) < 0 ||
 				    sg_addr_parse(ip, strlen(ip), &e->addrs[e->n_addrs]) < 0) {
-					snprintf(why, whysz, "addresses: \"%.64s\" is not an IP address",
-						 t[j].type == SG_JSON_STRING ? body + t[j].start : "?");
+					if (t[j].type == SG_JSON_STRING)
+						snprintf(why, whysz, "addresses: \"%.*s\" is not an IP address",
+							 (int)SG_MIN(t[j].end - t[j].start, 64),
+							 body + t[j].start);
+					else
+						snprintf(why, whysz, "addresses: expected strings");
 					return -1;
 				}
 				e->n_addrs++;

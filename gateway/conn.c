@@ -372,6 +372,17 @@ static void peek_classify(struct gw_conn *c, int final)
 		c->event = "request";
 		snprintf(c->method, sizeof(c->method), "%.*s",
 			 (int)SG_MIN(req.method_len, sizeof(c->method) - 1), req.method);
+		/*
+		 * Only origin-form ("/path") or "*": an origin server routes an
+		 * absolute-form target by its URI and ignores Host (RFC 9112
+		 * 3.2.2), and a CONNECT would ask it to tunnel; either would
+		 * reach a host the decision (made on Host) never saw.
+		 */
+		if (!((req.target_len >= 1 && req.target[0] == '/') ||
+		      (req.target_len == 1 && req.target[0] == '*'))) {
+			deny(c, "http_bad_request", NULL);
+			return;
+		}
 		set_path(c, req.target, req.target_len);
 		if (req.has_te && !req.chunked) {
 			deny(c, "http_bad_request", NULL);
@@ -622,9 +633,43 @@ static void run_tunnel_peek(struct gw_conn *c, int final)
 	} else if (rc == SG_ERROR || rc == SG_AGAIN) {
 		deny(c, rc == SG_AGAIN ? "handshake_timeout" : "tls_bad_hello", NULL);
 		return;
+	} else if (c->has_name) {
+		/*
+		 * The tunnel was allowed for a name: whatever runs in it must
+		 * not name another host. A client that stays silent until the
+		 * timer fires must not get an unchecked tunnel (it could then
+		 * send a ClientHello for any site sharing the address); a
+		 * server-speaks-first protocol is only for address decisions.
+		 * Plain HTTP must carry the CONNECT host as its Host.
+		 */
+		struct http1_request req;
+		int hr;
+
+		if (hs->len == 0) {
+			deny(c, "handshake_timeout", NULL);
+			return;
+		}
+		hr = http1_parse_request(hs->buf, hs->len, (size_t)cfg_of(c)->max_header_bytes, &req);
+		if (hr == SG_AGAIN && !final)
+			return;
+		if (hr == SG_AGAIN) {
+			deny(c, "handshake_timeout", NULL);
+			return;
+		}
+		if (hr == SG_OK) {
+			char h[SG_HOST_MAX + 3], hn[SG_HOST_MAX + 1];
+			int p;
+
+			if (!req.host || sg_hostport_split(req.host, req.host_len, h, sizeof(h),
+							   c->port, &p) < 0 ||
+			    sg_host_normalize(h, strlen(h), hn) < 0 || strcmp(hn, c->host)) {
+				deny(c, "host_mismatch", NULL);
+				return;
+			}
+		}
 	}
-	/* Not TLS, or TLS naming the right host, or a server-speaks-first
-	 * protocol that sent nothing yet: relay. */
+	/* TLS naming the right host, HTTP with the right Host, another
+	 * protocol, or (address decisions only) a server-first one: relay. */
 	hs->uout.p = hs->buf;
 	hs->uout.len = hs->len;
 	hs->uout.off = 0;

@@ -57,13 +57,16 @@ jq -e '.sandboxes | length == 1 and .[0].name == "agent-7" and .[0].addresses ==
 for bad in '{"name":"x"' '[]' '{"name":"a b","addresses":["127.0.0.2"]}' \
 	   '{"name":"agent-8","addresses":["not-an-ip"]}' '{"name":"agent-8"}' \
 	   '{"name":"agent-8","addresses":["127.0.0.9"],"extra":1}' \
-	   '{"name":"agent-8","addresses":["127.0.0.9"],"labels":{"a":1}}'; do
+	   '{"name":"agent-8","addresses":["127.0.0.9"],"labels":{"a":1}}' \
+	   "{\"name\":\"agent-8\",\"addresses\":[$(seq -s, -f '"127.0.1.%g"' 1 16)],\"addresses\":[$(seq -s, -f '"127.0.2.%g"' 1 16)]}"; do
 	code=$(api -X POST -d "$bad" http://x/v1/sandboxes)
 	[ "$code" = 400 ] || fail "bad body $bad: $code"
 	jq -e '.error | length > 0' "$T/api.body" >/dev/null || fail "no reason for $bad"
 done
 jq -e '.error == "unknown field \"extra\""' <(api -X POST -d '{"name":"agent-8","addresses":["127.0.0.9"],"extra":1}' http://x/v1/sandboxes >/dev/null; cat "$T/api.body") >/dev/null ||
 	fail "unknown field reason: $(cat "$T/api.body")"
+jq -e '.error == "field \"addresses\" given twice"' <(api -X POST -d "{\"name\":\"a\",\"addresses\":[\"127.0.3.1\"],\"addresses\":[\"127.0.3.2\"]}" http://x/v1/sandboxes >/dev/null; cat "$T/api.body") >/dev/null ||
+	fail "duplicate field reason: $(cat "$T/api.body")"
 code=$(api -X POST -d '{"name":"agent-9","addresses":["127.0.0.1"]}' http://x/v1/sandboxes)
 [ "$code" = 409 ] || fail "address conflict: $code"
 [ "$(api -X PUT http://x/v1/reload)" = 405 ] || fail "wrong method"

@@ -101,7 +101,7 @@ n0=$(audit_count '.dst_port == '"$RST")
 out=$(raw r1 --data "GET http://api.example.test:$RST/reset1 HTTP/1.1\\r\\nHost: api.example.test:$RST\\r\\n\\r\\n")
 check "absolute-form, upstream RST mid-body: client sees 200 + partial body, then reset/close ($out)" \
 	jqe '.status == 200 and (.end == "reset" or .end == "eof") and .bytes < 1048576' <<<"$out"
-out=$(raw r2 --data "CONNECT api.example.test:$RST HTTP/1.1\\r\\n\\r\\nGET /reset2 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+out=$(raw r2 --data "CONNECT api.example.test:$RST HTTP/1.1\\r\\n\\r\\nGET /reset2 HTTP/1.1\\r\\nHost: api.example.test:$RST\\r\\n\\r\\n")
 check "CONNECT tunnel, upstream RST mid-body: client connection reset/closed ($out)" \
 	jqe '.status == 200 and (.end == "reset" or .end == "eof") and .bytes < 1048576' <<<"$out"
 curl -sS --max-time 5 -o /dev/null -x "http://127.0.0.1:$PP" "http://api.example.test:$RST/reset3" 2>"$T/r3.err"; rc=$?

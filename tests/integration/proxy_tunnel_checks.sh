@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# What runs inside a CONNECT tunnel allowed for a name must not name another
+# host: a client that stays silent past handshake_timeout does not get an
+# unchecked tunnel, and plain HTTP in the tunnel must carry the CONNECT host.
+# The transparent listener takes plain HTTP in origin-form only (an
+# absolute-form target would be routed by the origin, not by Host).
+. "$(dirname "$0")/../lib/common.sh"
+need curl openssl python3 jq
+need_root
+
+mkcerts api.example.test other.example.test
+upstream api --cert api.example.test
+TLSP=$UP_PORT TLS_LOG=$UP_LOG
+upstream plain
+PLAIN=$UP_PORT PLAIN_LOG=$UP_LOG
+PP=$(freeport) TP=$(freeport)
+netns_make tun
+cat >"$T/sg.yaml" <<YAML
+version: 1
+gateway:
+  listen: { proxy: "127.0.0.1:$PP", transparent: "[::]:$TP" }
+  workers: 1
+  resolver:
+    hosts:
+      api.example.test: [127.0.0.1]
+      other.example.test: [127.0.0.1]
+  limits: { handshake_timeout: 1s }
+audit: { path: $T/audit.jsonl }
+sandboxes:
+  local:
+    sources: [127.0.0.0/8, $NS_NET4]
+    allow:
+      - { name: api, domains: [api.example.test], ports: [$TLSP, $PLAIN] }
+default: deny
+YAML
+sg_start "$T/sg.yaml"
+nft_redirect "$TP"
+
+# tunnel DELAY SNI PORT MODE: CONNECT api.example.test:PORT, wait, then speak
+tunnel() {
+	python3 - "$PP" "$3" "$1" "$2" "$4" <<'PY'
+import socket, ssl, sys, time
+pp, port, delay, sni, mode = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
+s = socket.create_connection(("127.0.0.1", pp), timeout=5)
+s.sendall(("CONNECT api.example.test:%s HTTP/1.1\r\nHost: api.example.test:%s\r\n\r\n" % (port, port)).encode())
+head = s.recv(4096)
+assert head.startswith(b"HTTP/1.1 200"), head
+time.sleep(delay)
+try:
+    if mode == "tls":
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        s = ctx.wrap_socket(s, server_hostname=sni)
+    s.sendall(("GET /t HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % sni).encode())
+    data = s.recv(4096)
+    print("got" if data else "closed")
+except Exception as e:
+    print("refused")
+PY
+}
+n0=$(wc -l <"$TLS_LOG")
+[ "$(tunnel 0 api.example.test "$TLSP" tls)" = got ] || fail "an allowed tunnel did not work"
+[ "$(tunnel 1.5 other.example.test "$TLSP" tls)" != got ] || fail "a late ClientHello for another host got through"
+[ "$(tunnel 1.5 api.example.test "$TLSP" tls)" != got ] || fail "a silent tunnel was relayed unchecked"
+[ "$(wc -l <"$TLS_LOG")" -eq $((n0 + 1)) ] || fail "upstream saw: $(cat "$TLS_LOG")"
+audit_has "$T/audit.jsonl" '.event == "connection" and .decision == "deny" and .reason == "handshake_timeout" and .dst_host == "api.example.test"'
+ok "a tunnel silent past handshake_timeout is closed, not relayed unchecked"
+
+m0=$(wc -l <"$PLAIN_LOG")
+[ "$(tunnel 0 api.example.test "$PLAIN" plain)" = got ] || fail "plain HTTP with the right Host refused"
+[ "$(tunnel 0 other.example.test "$PLAIN" plain)" != got ] || fail "plain HTTP naming another Host got through"
+[ "$(wc -l <"$PLAIN_LOG")" -eq $((m0 + 1)) ] || fail "upstream saw: $(cat "$PLAIN_LOG")"
+audit_has "$T/audit.jsonl" '.reason == "host_mismatch" and .dst_host == "api.example.test"'
+ok "plain HTTP in a tunnel must carry the CONNECT host"
+
+# transparent: absolute-form and CONNECT targets are refused, origin-form works
+send_raw() {
+	ip netns exec "$NS" python3 - 203.0.113.7 "$PLAIN" "$1" <<'PY'
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+s.sendall(sys.argv[3].encode().decode("unicode_escape").encode())
+print((s.recv(4096).split(b"\r\n")[0] or b"closed").decode())
+PY
+}
+m0=$(wc -l <"$PLAIN_LOG")
+r=$(send_raw "GET /ok HTTP/1.1\r\nHost: api.example.test\r\n\r\n")
+[ "$r" = "HTTP/1.0 200 OK" ] || [ "$r" = "HTTP/1.1 200 OK" ] || fail "origin-form: $r"
+r=$(send_raw "GET http://evil.example.org/steal HTTP/1.1\r\nHost: api.example.test\r\n\r\n")
+[ "$r" = "HTTP/1.1 403 Forbidden" ] || fail "absolute-form: $r"
+r=$(send_raw "CONNECT evil.example.org:443 HTTP/1.1\r\nHost: api.example.test\r\n\r\n")
+[ "$r" = "HTTP/1.1 403 Forbidden" ] || fail "CONNECT: $r"
+[ "$(wc -l <"$PLAIN_LOG")" -eq $((m0 + 1)) ] || fail "upstream saw: $(tail -n 2 "$PLAIN_LOG")"
+audit_has "$T/audit.jsonl" '.event == "request" and .reason == "http_bad_request" and .method == "GET" and .path == null'
+ok "transparent HTTP: origin-form only"
+sg_stop
