@@ -669,19 +669,6 @@ int gw_dns_learned_host(struct gw_worker *w, const struct sg_addr *src,
 
 /* --------------------------------------------------------------- metrics */
 
-/* Prometheus label values: escape \, " and newline. */
-static void label(struct sg_sbuf *out, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			sg_sbuf_add(out, "\\", 1);
-		if (*s == '\n')
-			sg_sbuf_add(out, "\\n", 2);
-		else
-			sg_sbuf_add(out, s, 1);
-	}
-}
-
 void gw_dns_metrics(struct gw_daemon *d, struct sg_sbuf *out)
 {
 	static const char *const rc[6] = { "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN",
@@ -747,9 +734,9 @@ void gw_dns_metrics(struct gw_daemon *d, struct sg_sbuf *out)
 		     "decision and reason.\n# TYPE sandgate_dns_queries_total counter\n");
 	for (j = 0; j < GW_METRIC_ROWS && sum[j].decision; j++) {
 		sg_sbuf_puts(out, "sandgate_dns_queries_total{sandbox=\"");
-		label(out, sum[j].sandbox);
+		gw_metrics_label(out, sum[j].sandbox);
 		sg_sbuf_printf(out, "\",decision=\"%s\",reason=\"", sum[j].decision);
-		label(out, sum[j].reason);
+		gw_metrics_label(out, sum[j].reason);
 		sg_sbuf_printf(out, "\"} %llu\n", (unsigned long long)sum[j].count);
 	}
 	if (overflow)

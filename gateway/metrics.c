@@ -73,8 +73,7 @@ void gw_metrics_count(struct gw_metrics *m, const char *sandbox, const char *dec
 	pthread_mutex_unlock(&m->mu);
 }
 
-/* Prometheus label values: escape \, " and newline. */
-static void label(struct sg_sbuf *out, const char *s)
+void gw_metrics_label(struct sg_sbuf *out, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '\\' || *s == '"')
@@ -119,9 +118,9 @@ void gw_metrics_write(struct gw_metrics *const *ms, size_t n, struct sg_sbuf *ou
 		if (!sum[j].decision)
 			continue;
 		sg_sbuf_puts(out, "sandgate_decisions_total{sandbox=\"");
-		label(out, sum[j].sandbox);
+		gw_metrics_label(out, sum[j].sandbox);
 		sg_sbuf_printf(out, "\",decision=\"%s\",reason=\"", sum[j].decision);
-		label(out, sum[j].reason);
+		gw_metrics_label(out, sum[j].reason);
 		sg_sbuf_printf(out, "\"} %llu\n", (unsigned long long)sum[j].count);
 	}
 	sg_sbuf_printf(out, "# HELP sandgate_decisions_unlabelled_total Decisions counted past the label table's size.\n"

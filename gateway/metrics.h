@@ -35,6 +35,8 @@ void gw_metrics_init(struct gw_metrics *m);
 void gw_metrics_destroy(struct gw_metrics *m);
 void gw_metrics_count(struct gw_metrics *m, const char *sandbox, const char *decision,
 		      const char *reason);
+/* A Prometheus label value: \, " and newline escaped. */
+void gw_metrics_label(struct sg_sbuf *out, const char *s);
 /* Sum the tables of n workers and write them as Prometheus text. */
 void gw_metrics_write(struct gw_metrics *const *ms, size_t n, struct sg_sbuf *out);
 
