@@ -7,9 +7,10 @@
  *    line saying why on stderr ("sandgate run: ...") before returning < 0.
  *  - Every kernel object a run creates is named from its id (8 hex digits:
  *    the owner's PID in 6, 2 random): namespace and host interface "sgr<id>",
- *    nft table "inet sandgate_<id>", cgroups "sandgate-<id>", state under
- *    /run/sandgate/run/<id>/ (owner PID + start time). The startup sweep
- *    removes only objects of that shape whose owner is gone.
+ *    nft table "inet sandgate_<id>", cgroups and OCI container ids
+ *    "sandgate-<id>", state under /run/sandgate/run/<id>/ (owner PID +
+ *    start time; the runtimes' state in <runtime>-root/ there). The startup
+ *    sweep removes only objects of that shape whose owner is gone.
  *  - Nothing here changes the host's ip_forward or any global sysctl.
  */
 #ifndef AD_H
@@ -109,6 +110,11 @@ int ad_gw_attach(struct ad_gw *g, const char *admin, const char *user_config);
 int ad_gw_register(struct ad_gw *g, const char *name, const char *const addrs[], int naddrs,
 		   const char *backend);
 int ad_gw_unregister(struct ad_gw *g, const char *name);
+/* Attached: may this run register name? Not when another live sandbox
+ * holds it (the registration would replace theirs, our teardown delete
+ * it); an entry left by a dead `sandgate run` may be replaced. 0 or < 0
+ * (said why). */
+int ad_gw_claim(struct ad_gw *g, const char *name);
 /* SIGTERM, wait up to 3 s, then SIGKILL. No-op when attached. */
 void ad_gw_stop(struct ad_gw *g);
 int ad_gw_alive(struct ad_gw *g);
@@ -176,6 +182,9 @@ extern const char *const ad_seccomp_deny[];
 int ad_oci_start(struct ad_sbx *s, const char *runtime);
 void ad_oci_cleanup(struct ad_sbx *s, const char *runtime);
 int ad_oci_available(const char *runtime, char *why, size_t whysz);
+/* The sweep: delete (kill) the container a dead run's runtime recorded
+ * under state_dir (runc, crun or runsc), by its id "sandgate-<run_id>". */
+void ad_oci_sweep(const char *state_dir, const char *run_id);
 
 /* ad_vm_image.c: what the microvm backend boots (kernel, initramfs, disk) */
 struct ad_vm_kernel {

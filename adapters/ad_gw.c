@@ -30,6 +30,7 @@
 
 #include "sg.h"
 #include "sg_json.h"
+#include "sg_jsonp.h"
 #include "sg_sbuf.h"
 #include "adapters/ad.h"
 #include "sg_poison.h"
@@ -259,14 +260,16 @@ static int free_port(int udp_too)
 
 /* ------------------------------------------------------ control API */
 
-int ad_http_unix(const char *path, const char *method, const char *uri, const char *body,
-		 int *status, char *resp, size_t respsz)
+#define HTTP_RESP_MAX (4 << 20)
+
+/* One request; the whole answer (up to HTTP_RESP_MAX) into ans. */
+static int http_unix(const char *path, const char *method, const char *uri, const char *body,
+		     int *status, struct sg_sbuf *ans)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { 5, 0 };
 	struct sg_sbuf req;
-	char buf[8192], *p;
-	size_t got = 0;
+	char buf[8192];
 	int fd = -1, rc = SG_EIO;
 
 	*status = 0;
@@ -291,29 +294,128 @@ int ad_http_unix(const char *path, const char *method, const char *uri, const ch
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (write(fd, req.p, req.len) != (ssize_t)req.len)
 		goto out;
-	/* One request per connection: the answer ends at EOF. */
-	while (got + 1 < sizeof(buf)) {
-		ssize_t r = read(fd, buf + got, sizeof(buf) - 1 - got);
+	/* One request per connection: the answer ends at EOF. (A list of
+	 * sandboxes can be long: the whole of it, or an error.) */
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof(buf));
 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
-		got += (size_t)r;
+		if (ans->len + (size_t)r > HTTP_RESP_MAX)
+			goto out;
+		sg_sbuf_add(ans, buf, (size_t)r);
 	}
-	buf[got] = '\0';
-	if (strncmp(buf, "HTTP/1.", 7) || got < 12)
+	if (ans->oom || ans->len < 12 || strncmp(ans->p, "HTTP/1.", 7))
 		goto out;
-	*status = atoi(buf + 9);
-	if (resp && respsz) {
-		p = strstr(buf, "\r\n\r\n");
-		ad_fmt(resp, respsz, "%s", p ? p + 4 : "");
-	}
+	*status = atoi(ans->p + 9);
 	rc = 0;
 out:
 	if (fd >= 0)
 		close(fd);
 	sg_sbuf_free(&req);
+	return rc;
+}
+
+int ad_http_unix(const char *path, const char *method, const char *uri, const char *body,
+		 int *status, char *resp, size_t respsz)
+{
+	struct sg_sbuf ans;
+	const char *p;
+	int rc;
+
+	sg_sbuf_init(&ans);
+	rc = http_unix(path, method, uri, body, status, &ans);
+	if (rc == 0 && resp && respsz) {
+		p = strstr(ans.p, "\r\n\r\n");
+		ad_fmt(resp, respsz, "%s", p ? p + 4 : "");
+	}
+	sg_sbuf_free(&ans);
+	return rc;
+}
+
+/* A string member of the object at toks[obj] into out ("" if absent). */
+static void obj_str(const char *text, const struct sg_jsonp_tok *t, size_t obj, const char *key,
+		    char *out, size_t outsz)
+{
+	size_t j;
+
+	out[0] = '\0';
+	if (t[obj].type != SG_JSON_OBJECT)
+		return;
+	for (j = obj + 1; j < t[obj].next; j = t[j + 1].next)
+		if (sg_jsonp_eq(text, &t[j], key) && t[j + 1].type == SG_JSON_STRING) {
+			if (sg_jsonp_str(text, &t[j + 1], out, outsz) < 0)
+				out[0] = '\0';
+			return;
+		}
+}
+
+int ad_gw_claim(struct ad_gw *g, const char *name)
+{
+	struct sg_sbuf ans;
+	struct sg_jsonp_tok *t = NULL;
+	const char *body;
+	char s[128], runner[64], pid[32], who[64];
+	size_t i, j, ntok, err;
+	int status, n, rc = SG_EIO;
+
+	sg_sbuf_init(&ans);
+	if (http_unix(g->admin, "GET", "/v1/sandboxes", NULL, &status, &ans) < 0 || status != 200 ||
+	    !(body = strstr(ans.p, "\r\n\r\n"))) {
+		fprintf(stderr, "sandgate run: cannot list the sandboxes of the gateway at %s\n",
+			g->admin);
+		goto out;
+	}
+	body += 4;
+	ntok = strlen(body) / 2 + 2;
+	t = calloc(ntok, sizeof(*t));
+	if (!t || (n = sg_jsonp_parse(body, strlen(body), t, ntok, &err)) < 1 ||
+	    t[0].type != SG_JSON_OBJECT) {
+		fprintf(stderr, "sandgate run: the gateway at %s: unreadable sandbox list\n", g->admin);
+		goto out;
+	}
+	rc = 0;
+	for (i = 1; i < t[0].next; i = t[i + 1].next) {
+		if (!sg_jsonp_eq(body, &t[i], "sandboxes") || t[i + 1].type != SG_JSON_ARRAY)
+			continue;
+		for (j = i + 2; j < t[i + 1].next; j = t[j].next) {
+			size_t k, lab = 0;
+
+			obj_str(body, t, j, "name", s, sizeof(s));
+			if (strcmp(s, name))
+				continue;
+			for (k = j + 1; k < t[j].next; k = t[k + 1].next)
+				if (sg_jsonp_eq(body, &t[k], "labels"))
+					lab = k + 1;
+			runner[0] = pid[0] = '\0';
+			if (lab) {
+				obj_str(body, t, lab, "runner", runner, sizeof(runner));
+				obj_str(body, t, lab, "pid", pid, sizeof(pid));
+			}
+			/* A sandgate run of this host that died without its
+			 * teardown: registering again replaces the entry. */
+			if (!strcmp(runner, "sandgate-run") && atoi(pid) > 0 &&
+			    kill((pid_t)atoi(pid), 0) < 0 && errno == ESRCH) {
+				fprintf(stderr, "sandgate run: notice: replacing the registration of %s "
+					"left by run %s (gone)\n", name, pid);
+				continue;
+			}
+			/* Anyone else's: registering would replace it, and our
+			 * teardown would then delete it. */
+			if (!strcmp(runner, "sandgate-run"))
+				ad_fmt(who, sizeof(who), " (by sandgate run %s)", pid);
+			else
+				who[0] = '\0';
+			fprintf(stderr, "sandgate run: sandbox %s is already registered with the gateway "
+				"at %s%s; choose another --sandbox\n", name, g->admin, who);
+			rc = SG_EINVAL;
+		}
+	}
+out:
+	free(t);
+	sg_sbuf_free(&ans);
 	return rc;
 }
 

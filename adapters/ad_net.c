@@ -12,6 +12,8 @@
  * Ownership: the state dir AD_STATE_ROOT/<id>/owner holds "PID STARTTIME";
  * an object is stale when that process no longer exists. Objects of our
  * shape without a state dir are stale when the PID in their id is gone.
+ * The sweep also deletes a dead run's runtime container (ad_oci_sweep,
+ * before its state goes) and its cgroups, killing what is left in them.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -92,6 +94,9 @@ static void teardown_id(const char *id, int verbose)
 	n.made = AD_MADE_STATE | AD_MADE_NS | AD_MADE_LINK | AD_MADE_NFT;
 	if (verbose)
 		fprintf(stderr, "sandgate run: removing what crashed run %s left behind\n", id);
+	/* The runtime's container first: its state is in the state dir, and
+	 * its processes may still be in the namespace and the cgroups. */
+	ad_oci_sweep(n.state_dir, id);
 	ad_net_teardown(&n);
 }
 
@@ -113,6 +118,58 @@ static void sweep_names(const char *list, const char *prefix, int verbose)
 		}
 		p = e ? e + 1 : NULL;
 	}
+}
+
+/* A cgroup of a dead run: kill what is still in it (an orphaned sandbox:
+ * its run, gateway and runtime are gone), then remove it. */
+static void cgroup_remove_stale(const char *dir, const char *id, int verbose)
+{
+	char path[4200], buf[8192], *p, *e;
+	int tries;
+
+	if (verbose)
+		fprintf(stderr, "sandgate run: removing cgroup %s of crashed run %s\n", dir, id);
+	for (tries = 0; tries < 100; tries++) {
+		if (rmdir(dir) == 0 || errno != EBUSY)
+			return;
+		if (ad_fmt(path, sizeof(path), "%s/cgroup.procs", dir) == 0 &&
+		    ad_file_read(path, buf, sizeof(buf)) > 0)
+			for (p = buf; *p; p = e) {
+				long pid = strtol(p, &e, 10);
+
+				if (e == p)
+					break;
+				if (pid > 1)
+					kill((pid_t)pid, SIGKILL);
+			}
+		usleep(20000);
+	}
+}
+
+/* Cgroups named "sandgate-<id>" (ours: memory/pids of the container
+ * backend under the caller's group; runc's cgroupsPath and runsc's /<id>
+ * at the top of each hierarchy), a few levels deep, symlinks not followed
+ * (v1 "cpu" -> "cpu,cpuacct"). */
+static void sweep_cgroups(const char *dir, int depth, int verbose)
+{
+	char path[4200], id[9];
+	struct dirent *e;
+	DIR *d;
+
+	if (depth > 6 || !(d = opendir(dir)))
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_type != DT_DIR || e->d_name[0] == '.' ||
+		    ad_fmt(path, sizeof(path), "%s/%s", dir, e->d_name) < 0)
+			continue;
+		if (id_of(e->d_name, "sandgate-", id) == 0) {
+			if (!owner_alive(id))
+				cgroup_remove_stale(path, id, verbose);
+			continue;
+		}
+		sweep_cgroups(path, depth + 1, verbose);
+	}
+	closedir(d);
 }
 
 void ad_net_sweep(int verbose)
@@ -141,6 +198,9 @@ void ad_net_sweep(int verbose)
 		sweep_names(out, "sandgate_", verbose);
 	if (ad_cmd(ip_list, NULL, 0, out, sizeof(out)) == 0)
 		sweep_names(out, "sgr", verbose);
+	/* Last: the runtimes above removed their own; what is left is empty
+	 * (or holds an orphan, killed here). */
+	sweep_cgroups("/sys/fs/cgroup", 0, verbose);
 }
 
 /* Is the /30 of idx (or its /64) on any host interface already? */

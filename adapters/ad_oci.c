@@ -19,6 +19,19 @@
  *    root namespace, which on this kernel it always does (it tests for
  *    /proc/sys/net/core/rmem_default): it runs inside that namespace
  *    (nsenter) with a tmpfs over /proc/sys/net/core. Never `runsc do`.
+ *
+ * User namespace (runc, crun): root inside is host uid/gid
+ * OCI_ID_BASE + the run's subnet index (unique among live runs, in the
+ * range systemd leaves unused, owning nothing on the host). The host views
+ * stay readable (root-owned files show as nobody, their "other" bits
+ * apply). The workspace reaches the runtime as an idmapped mount (its
+ * owner <-> that uid), attached in a private mount namespace of the
+ * runtime, so CMD writes there as root and the files belong to the
+ * workspace's owner on the host; no mount lands in the host's table. When
+ * the workspace cannot be idmapped (filesystem, kernel) root inside is the
+ * workspace's owner instead, as in the container backend, or, for a
+ * root-owned workspace, there is no user namespace; a notice says which.
+ * gVisor gets none: its sentry is the boundary and runs unprivileged.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,8 +40,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +52,19 @@
 #include "sg_sbuf.h"
 #include "adapters/ad.h"
 #include "sg_poison.h"
+
+/* Host ids of root inside: 0x70000000 + subnet index, in the
+ * 1879048192-2147483647 block systemd documents as unused (above its
+ * container ranges, below the ids that trip signed 32-bit code). */
+#define OCI_ID_BASE 0x70000000u
+
+/* How the runc/crun sandbox gets its user namespace. */
+struct oci_userns {
+	int on;                   /* "user" namespace with the maps below */
+	unsigned uid, gid;        /* host ids of root inside */
+	int ws_fd;                /* detached idmapped mount of the workspace, or -1 */
+	char ws_path[512];        /* where the runtime's mount namespace gets it */
+};
 
 static const char *const oci_host_top[] = { "usr", "bin", "sbin", "lib", "lib32", "lib64",
 					    "libx32", "opt", NULL };
@@ -151,7 +180,156 @@ static int skeleton(const char *rootfs, struct sg_sbuf *m, int *first)
 	return 0;
 }
 
-static int write_bundle(struct ad_sbx *s, const char *runtime, char *bundle, size_t bsz)
+
+/* One write() to an existing proc file (no O_CREAT/O_TRUNC/fchmod). */
+static int proc_write(const char *path, const char *v)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), e;
+	ssize_t w = fd >= 0 ? write(fd, v, strlen(v)) : -1;
+
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return w == (ssize_t)strlen(v) ? 0 : -1;
+}
+
+/* A user namespace that only carries an idmapping: a child is cloned into
+ * a fresh one, we write its maps (uid, gid: "inside outside count") and
+ * keep a descriptor of it; the child exits once we hold it. Returns the
+ * descriptor or -errno. */
+static int userns_fd_make(const char *uid_map, const char *gid_map)
+{
+	char path[64];
+	int p[2], fd = -1, err = 0, st;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	/* clone with a NULL stack behaves like fork; the child only reads. */
+	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0);
+	if (pid < 0) {
+		err = errno;
+		close(p[0]);
+		close(p[1]);
+		return -err;
+	}
+	if (pid == 0) {
+		char c;
+
+		close(p[1]);
+		while (read(p[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	if (ad_fmt(path, sizeof(path), "/proc/%d/uid_map", (int)pid) < 0 ||
+	    proc_write(path, uid_map) < 0 ||
+	    ad_fmt(path, sizeof(path), "/proc/%d/gid_map", (int)pid) < 0 ||
+	    proc_write(path, gid_map) < 0 ||
+	    ad_fmt(path, sizeof(path), "/proc/%d/ns/user", (int)pid) < 0 ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		err = errno ? errno : EIO;
+	close(p[1]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return fd >= 0 ? fd : -err;
+}
+
+/* The workspace as a detached mount in which its owner's files belong to
+ * host uid/gid (root inside) and what that uid creates lands as the owner.
+ * Non-recursive: a mount inside the workspace is not carried over. */
+static int ws_idmapped(const char *ws, const struct stat *owner, unsigned uid, unsigned gid)
+{
+	struct mount_attr attr;
+	char um[64], gm[64];
+	int ns, fd, err;
+
+	if (ad_fmt(um, sizeof(um), "%u %u 1\n", (unsigned)owner->st_uid, uid) < 0 ||
+	    ad_fmt(gm, sizeof(gm), "%u %u 1\n", (unsigned)owner->st_gid, gid) < 0)
+		return -EINVAL;
+	ns = userns_fd_make(um, gm);
+	if (ns < 0)
+		return ns;
+	fd = open_tree(AT_FDCWD, ws, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		close(ns);
+		return -err;
+	}
+	memset(&attr, 0, sizeof(attr));
+	attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	attr.userns_fd = (uint64_t)ns;
+	if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+		err = errno;
+		close(fd);
+		close(ns);
+		return -err;
+	}
+	close(ns);
+	return fd;
+}
+
+/* Decide the user namespace (see the top of the file). Never fails: the
+ * fallbacks are announced, and the run goes on without one. */
+static void userns_plan(const struct ad_sbx *s, const char *runtime, struct oci_userns *u)
+{
+	const struct ad_spec *sp = s->spec;
+	struct stat st;
+	char m[64];
+	int fd;
+
+	memset(u, 0, sizeof(*u));
+	u->ws_fd = -1;
+	if (!strcmp(runtime, "runsc"))
+		return;
+	u->uid = u->gid = OCI_ID_BASE + sp->net->idx;
+	if (!sp->workspace) {
+		/* Probe: can this host make one at all? */
+		ad_fmt(m, sizeof(m), "0 %u 1\n", u->uid);
+		fd = userns_fd_make(m, m);
+		if (fd < 0) {
+			fprintf(stderr, "sandgate run: notice: no user namespace (%s): root in the "
+				"sandbox is root on the host, without capabilities\n", strerror(-fd));
+			return;
+		}
+		close(fd);
+		u->on = 1;
+		return;
+	}
+	if (stat(sp->workspace, &st) < 0) {
+		fprintf(stderr, "sandgate run: notice: no user namespace (%s: %s)\n", sp->workspace,
+			strerror(errno));
+		return;
+	}
+	fd = ws_idmapped(sp->workspace, &st, u->uid, u->gid);
+	if (fd >= 0) {
+		/* The mount point: only the runtime's namespace mounts on it. */
+		if (ad_fmt(u->ws_path, sizeof(u->ws_path), "%s/workspace", sp->state_dir) == 0 &&
+		    mkdir(u->ws_path, 0700) == 0) {
+			u->on = 1;
+			u->ws_fd = fd;
+			return;
+		}
+		close(fd);
+		fd = -EIO;
+	}
+	if (st.st_uid != 0) {
+		/* The container backend's mapping: root inside = the owner. */
+		u->on = 1;
+		u->uid = st.st_uid;
+		u->gid = st.st_gid;
+		fprintf(stderr, "sandgate run: notice: the workspace cannot be idmapped (%s): root in "
+			"the sandbox is its owner, uid %u\n", strerror(-fd), u->uid);
+		return;
+	}
+	fprintf(stderr, "sandgate run: notice: no user namespace: the workspace is root's and "
+		"cannot be idmapped (%s); root in the sandbox is root on the host, without "
+		"capabilities\n", strerror(-fd));
+}
+
+static int write_bundle(struct ad_sbx *s, const char *runtime, const struct oci_userns *u,
+			char *bundle, size_t bsz)
 {
 	const struct ad_spec *sp = s->spec;
 	static const char *const nsflags[] = { "CLONE_NEWNS", "CLONE_NEWUTS", "CLONE_NEWIPC",
@@ -169,7 +347,9 @@ static int write_bundle(struct ad_sbx *s, const char *runtime, char *bundle, siz
 	    ad_fmt(rootfs, sizeof(rootfs), "%s/rootfs", bundle) < 0 ||
 	    ad_mkdir_p(rootfs, 0755) < 0)
 		goto out;
-	mp_root = sp->rootfs ? NULL : rootfs;
+	/* In a user namespace the runtime cannot create mount points in a
+	 * root-owned tree: they are made here, in --rootfs too. */
+	mp_root = sp->rootfs ? (u->on ? sp->rootfs : NULL) : rootfs;
 	mount_json(&m, &first, "/proc", "proc", "proc", "nosuid,noexec,nodev");
 	mount_json(&m, &first, "/dev", "tmpfs", "tmpfs", "nosuid,strictatime,mode=755,size=65536k");
 	mount_json(&m, &first, "/dev/pts", "devpts", "devpts",
@@ -190,7 +370,7 @@ static int write_bundle(struct ad_sbx *s, const char *runtime, char *bundle, siz
 	if (sp->workspace)
 		/* runsc's gofer refuses nosuid/nodev on a bind (EINVAL); its
 		 * sentry never honours setuid bits or device files from it. */
-		mount_json(&m, &first, "/workspace", "bind", sp->workspace,
+		mount_json(&m, &first, "/workspace", "bind", u->ws_fd >= 0 ? u->ws_path : sp->workspace,
 			   strcmp(runtime, "runsc") ? "rbind,rw,nosuid,nodev" : "rbind,rw");
 
 	sg_sbuf_puts(&b, "{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": {\n"
@@ -224,7 +404,15 @@ static int write_bundle(struct ad_sbx *s, const char *runtime, char *bundle, siz
 	 * a path it would make a fresh, empty namespace). */
 	sg_sbuf_printf(&b, ", {\"type\": \"network\", \"path\": \"/run/netns/%s\"}",
 		       sp->net->ns);
-	sg_sbuf_puts(&b, "],\n");
+	/* The runtime joins the network namespace (owned by the host's user
+	 * namespace) before making this one: root inside has no say over it. */
+	if (u->on)
+		sg_sbuf_printf(&b, ", {\"type\": \"user\"}],\n"
+			       "    \"uidMappings\": [{\"containerID\": 0, \"hostID\": %u, \"size\": 1}],\n"
+			       "    \"gidMappings\": [{\"containerID\": 0, \"hostID\": %u, \"size\": 1}],\n",
+			       u->uid, u->gid);
+	else
+		sg_sbuf_puts(&b, "],\n");
 	if (!strcmp(runtime, "runc") && (sp->mem_bytes || sp->pids_max)) {
 		sg_sbuf_puts(&b, "    \"resources\": {");
 		if (sp->mem_bytes)
@@ -266,33 +454,70 @@ out:
 	return rc;
 }
 
+/* The runtime's process, between fork and exec: crun and an idmapped
+ * workspace need a private mount namespace (what is mounted there stays
+ * there and goes with the runtime). Never returns. */
+static void runtime_exec(const char *runtime, const char *root, const char *bundle,
+			 const char *id, const struct oci_userns *u, const char *netns,
+			 const char *script)
+{
+	int crun = !strcmp(runtime, "crun");
+
+	if (crun || u->ws_fd >= 0) {
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+			fprintf(stderr, "sandgate run: private mount namespace: %s\n", strerror(errno));
+			_exit(125);
+		}
+		/* crun 1.8 refuses hybrid cgroups: hide the v2 half. */
+		if (crun)
+			(void)mount("none", "/sys/fs/cgroup/unified", "tmpfs", 0, "size=4k");
+		if (u->ws_fd >= 0 &&
+		    move_mount(u->ws_fd, "", AT_FDCWD, u->ws_path, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+			fprintf(stderr, "sandgate run: attaching the idmapped workspace: %s\n",
+				strerror(errno));
+			_exit(125);
+		}
+	}
+	if (!strcmp(runtime, "runc"))
+		execlp("runc", "runc", "--root", root, "run", "--bundle", bundle, id, (char *)NULL);
+	else if (crun)
+		execlp("crun", "crun", "--root", root, "--cgroup-manager=disabled", "run", "--bundle",
+		       bundle, id, (char *)NULL);
+	else
+		execlp("nsenter", "nsenter", netns, "unshare", "-m", "--propagation", "private",
+		       "sh", "-c", script, (char *)NULL);
+	_exit(127);
+}
+
 int ad_oci_start(struct ad_sbx *s, const char *runtime)
 {
 	const struct ad_spec *sp = s->spec;
 	char bundle[512], root[512], script[2048], netns[128];
+	struct oci_userns u;
 	pid_t parent = getpid();
 
-	if (write_bundle(s, runtime, bundle, sizeof(bundle)) < 0)
-		return SG_EIO;
+	userns_plan(s, runtime, &u);
+	if (write_bundle(s, runtime, &u, bundle, sizeof(bundle)) < 0)
+		goto fail;
 	if (ad_fmt(root, sizeof(root), "%s/%s-root", sp->state_dir, runtime) < 0 ||
 	    ad_fmt(s->id, sizeof(s->id), "sandgate-%s", sp->net->id) < 0 ||
 	    ad_fmt(netns, sizeof(netns), "--net=/run/netns/%s", sp->net->ns) < 0)
-		return SG_EINVAL;
+		goto fail;
 	if (!strcmp(runtime, "crun"))
 		fprintf(stderr, "sandgate run: notice: crun runs with --cgroup-manager=disabled on "
 			"this host's hybrid cgroups: no memory/pids limits\n");
-	/* Both scripts exec the runtime: its exit status is CMD's. */
+	if (sp->verbose && u.on)
+		fprintf(stderr, "sandgate run: user namespace: root inside is host uid %u gid %u%s\n",
+			u.uid, u.gid, u.ws_fd >= 0 ? " (workspace idmapped to its owner)" : "");
+	/* runsc's script execs it: its exit status is CMD's. */
 	if (ad_fmt(script, sizeof(script),
-		   !strcmp(runtime, "crun") ?
-		   "mount -t tmpfs -o size=4k none /sys/fs/cgroup/unified 2>/dev/null; "
-		   "exec crun --root '%s' --cgroup-manager=disabled run --bundle '%s' '%s'" :
 		   "mount -t tmpfs -o size=4k none /proc/sys/net/core && "
 		   "exec runsc --root='%s' --network=sandbox --platform=ptrace run --bundle '%s' '%s'",
 		   root, bundle, s->id) < 0)
-		return SG_EINVAL;
+		goto fail;
 	s->pid = fork();
 	if (s->pid < 0)
-		return SG_EIO;
+		goto fail;
 	if (s->pid == 0) {
 		/* SIGTERM, not SIGKILL: the runtime forwards it to the container
 		 * and cleans up; a SIGKILLed runc would leave it running. */
@@ -300,18 +525,15 @@ int ad_oci_start(struct ad_sbx *s, const char *runtime)
 		if (getppid() != parent)
 			_exit(125);
 		ad_child_signals_reset();
-		if (!strcmp(runtime, "runc"))
-			execlp("runc", "runc", "--root", root, "run", "--bundle", bundle, s->id,
-			       (char *)NULL);
-		else if (!strcmp(runtime, "crun"))
-			execlp("unshare", "unshare", "-m", "--propagation", "private", "sh", "-c",
-			       script, (char *)NULL);
-		else
-			execlp("nsenter", "nsenter", netns, "unshare", "-m", "--propagation",
-			       "private", "sh", "-c", script, (char *)NULL);
-		_exit(127);
+		runtime_exec(runtime, root, bundle, s->id, &u, netns, script);
 	}
+	if (u.ws_fd >= 0)
+		close(u.ws_fd);
 	return 0;
+fail:
+	if (u.ws_fd >= 0)
+		close(u.ws_fd);
+	return SG_EIO;
 }
 
 void ad_oci_cleanup(struct ad_sbx *s, const char *runtime)
@@ -354,6 +576,33 @@ void ad_oci_cleanup(struct ad_sbx *s, const char *runtime)
 			closedir(d);
 	}
 	s->id[0] = '\0';
+}
+
+void ad_oci_sweep(const char *state_dir, const char *run_id)
+{
+	static const char *const runtimes[] = { "runc", "crun", "runsc" };
+	char root[512], rootarg[600], id[64], out[512], path[600];
+	struct stat st;
+	size_t i;
+
+	if (ad_fmt(id, sizeof(id), "sandgate-%s", run_id) < 0)
+		return;
+	for (i = 0; i < SG_ARRAY_LEN(runtimes); i++) {
+		const char *rt = runtimes[i];
+		const char *argv_runsc[] = { "runsc", rootarg, "delete", "-force", id, NULL };
+		const char *argv_oci[] = { rt, "--root", root, "delete", "-f", id, NULL };
+
+		/* Only a container this run's runtime recorded: its state is
+		 * <state>/<runtime>-root/<id>. */
+		if (ad_fmt(root, sizeof(root), "%s/%s-root", state_dir, rt) < 0 ||
+		    ad_fmt(path, sizeof(path), "%s/%s", root, id) < 0 ||
+		    stat(path, &st) < 0 || ad_which(rt, out, sizeof(out)) < 0)
+			continue;
+		ad_fmt(rootarg, sizeof(rootarg), "--root=%s", root);
+		/* delete -f kills what is left of the container (SIGKILL) and
+		 * removes its state and cgroups. */
+		ad_cmd(!strcmp(rt, "runsc") ? argv_runsc : argv_oci, NULL, 0, out, sizeof(out));
+	}
 }
 
 static int gv_available(const struct ad_spec *s, char *why, size_t whysz)

@@ -13,8 +13,9 @@
  * it is still there 3 s later it is killed. This process asks for SIGTERM
  * when its own parent dies (PR_SET_PDEATHSIG), so a killed supervisor
  * still leads to a teardown. SIGKILL cannot be caught: what it leaves
- * (table, link, namespace, cgroups, state) is swept by the next run, and
- * the gateway and the sandbox die with us (their PDEATHSIG).
+ * (runtime container, table, link, namespace, cgroups, state) is swept
+ * by the next run, and the gateway and the sandbox die with us (their
+ * PDEATHSIG).
  *
  * Exit status: CMD's (128+N when a signal ended it); 125 when sandgate
  * failed before CMD ran; 2 for a usage error.
@@ -408,7 +409,8 @@ int ad_run_main(int argc, char **argv)
 	{
 		const char *addrs[2] = { r.net.sbx4, r.net.sbx6 };
 
-		if (ad_gw_register(&r.gw, r.spec.name, addrs, 2, r.be->name) < 0)
+		if ((r.gateway && ad_gw_claim(&r.gw, r.spec.name) < 0) ||
+		    ad_gw_register(&r.gw, r.spec.name, addrs, 2, r.be->name) < 0)
 			goto out;
 		r.registered = 1;
 	}

@@ -4,5 +4,6 @@
 . "$(dirname "$0")/../lib/run_common.sh"
 command -v runc >/dev/null || skip "needs runc (Debian package runc)"
 run_suite --backend container --runtime runc
+run_userns --backend container --runtime runc
 run_kill_gateway --backend container --runtime runc
 run_signals --backend container --runtime runc

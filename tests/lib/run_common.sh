@@ -296,3 +296,33 @@ run_signals() {
 	assert_gone "$id"
 	ok "the parent of sandgate run killed: torn down"
 }
+
+# run_userns ARGS... - root in the sandbox is not root on the host: the
+# uid map is not the identity (not even with a root-owned workspace), and
+# what CMD writes to /workspace belongs to the workspace's owner.
+run_userns() {
+	local ws owner f
+	for owner in 4321:4322 0:0; do
+		ws=$T/ws-userns-${owner%%:*}
+		mkdir -p "$ws"; chown "$owner" "$ws"; chmod 0755 "$ws"
+		"$SANDGATE" run -c "$CFG" --sandbox "sgt-u$$" --workspace "$ws" "$@" -- sh -c '
+			head -1 /proc/self/uid_map >/workspace/uid_map
+			head -1 /proc/self/gid_map >/workspace/gid_map
+			id -u >/workspace/id
+			cat /etc/ssl/certs/ca-certificates.crt /usr/bin/env >/dev/null && echo readable >/workspace/ro
+			echo written >/workspace/written' >"$T/userns.out" 2>"$T/userns.err" \
+			|| fail "userns run ($owner): $(cat "$T/userns.err")"
+		f=$(awk '{print $1, $2, $3}' "$ws/uid_map")
+		[ -n "$f" ] || fail "no uid_map from inside: $(cat "$T/userns.err")"
+		[ "$f" != "0 0 4294967295" ] || fail "workspace $owner: no user namespace (uid_map is the identity)"
+		local host; host=$(awk '{print $2}' "$ws/uid_map")
+		[ "$(awk '{print $1}' "$ws/uid_map")" = 0 ] && [ "$host" != 0 ] ||
+			fail "workspace $owner: root inside maps to host uid $host: $(cat "$ws/uid_map")"
+		[ "$(awk '{print $2}' "$ws/gid_map")" != 0 ] || fail "workspace $owner: gid 0 inside is gid 0 outside"
+		[ "$(cat "$ws/id")" = 0 ] || fail "CMD is not root inside: $(cat "$ws/id")"
+		[ "$(cat "$ws/ro" 2>/dev/null)" = readable ] || fail "host views not readable in the user namespace"
+		[ "$(stat -c %u:%g "$ws/written")" = "$owner" ] ||
+			fail "a file written to /workspace is owned by $(stat -c %u:%g "$ws/written") on the host, want $owner"
+		ok "workspace owned by $owner: root inside is host uid $host, its files land as $owner"
+	done
+}
