@@ -25,22 +25,36 @@
  * hang calibrating. Firecracker is not driven yet: where the binary
  * exists, a notice says QEMU is used.
  *
+ * Shared directories (virtio-fs, where QEMU's virtiofsd exists): the
+ * workspace read-write, live (what CMD writes is on the host as it writes
+ * it), and the host's /usr read-only, so CMD runs the host's curl, python3,
+ * node or git as in the container backend. One virtiofsd per share, a child
+ * of the console filter like QEMU: each runs in its own user namespace
+ * (guest root is the workspace's owner on the host for the workspace, and
+ * nobody for /usr, which is also a read-only bind mount) and gets its
+ * listening vhost-user socket as an inherited fd. QEMU's guest memory is a
+ * shared memfd (vhost-user needs it). Without virtiofsd the workspace is
+ * an ext4 copy on a virtio-blk disk (ad_vm_image.c), not written back, and
+ * the guest has busybox only; a notice says so.
+ *
  * Not attached: stdin (the console is output only; CMD reads /dev/null).
- * The workspace is a copy (see ad_vm_image.c): changes made in the VM are
- * not written back to the host directory.
  */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/mount.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +68,44 @@
 #define VM_MEM_MB "256"
 #define VM_BOOT_TIMEOUT_S 180   /* TCG on a loaded 2-core host: generous */
 #define VM_FAILED 125
+#define VM_SHARES 2
+#define VM_NOBODY 65534
+
+static const char *const virtiofsd_paths[] = {
+	"/usr/lib/qemu/virtiofsd",      /* qemu-system-common up to QEMU 7.2 (Debian 12) */
+	"/usr/libexec/virtiofsd",       /* the Rust virtiofsd package (Debian 13) */
+	"virtiofsd",
+	NULL
+};
+
+/* The virtiofsd to use, or -1. SANDGATE_VIRTIOFSD names another binary,
+ * or "off" for the workspace copy on a disk (and no host /usr). */
+static int virtiofsd_find(char *out, size_t outsz)
+{
+	const char *env = getenv("SANDGATE_VIRTIOFSD");
+	int i;
+
+	if (env && *env)
+		return strcmp(env, "off") ? ad_which(env, out, outsz) : -1;
+	for (i = 0; virtiofsd_paths[i]; i++)
+		if (ad_which(virtiofsd_paths[i], out, outsz) == 0)
+			return 0;
+	return -1;
+}
+
+/* The guest's /usr is the host's only on a merged-/usr host (/lib64 ->
+ * usr/lib64): the guest's /lib64 and /lib/<triplet> point into /usr. */
+static int host_usr_shareable(void)
+{
+	char l[64];
+	ssize_t n = readlink("/lib64", l, sizeof(l) - 1);
+
+	if (n <= 0)
+		return 0;
+	l[n] = '\0';
+	return (!strcmp(l, "usr/lib64") || !strcmp(l, "/usr/lib64")) &&
+	       access("/usr/lib/x86_64-linux-gnu", X_OK) == 0;
+}
 
 /* ------------------------------------------------------------ checks */
 
@@ -143,8 +195,17 @@ static int vm_available(const struct ad_spec *s, char *why, size_t whysz)
 		       VM_BUSYBOX);
 		return SG_EINVAL;
 	}
-	if (s->workspace && ad_which("mke2fs", path, sizeof(path)) < 0) {
-		ad_fmt(why, whysz, "--workspace needs mke2fs (Debian package e2fsprogs)");
+	if (getenv("SANDGATE_VIRTIOFSD") && *getenv("SANDGATE_VIRTIOFSD") &&
+	    strcmp(getenv("SANDGATE_VIRTIOFSD"), "off") &&
+	    virtiofsd_find(path, sizeof(path)) < 0) {
+		ad_fmt(why, whysz, "SANDGATE_VIRTIOFSD=%s: no such executable",
+		       getenv("SANDGATE_VIRTIOFSD"));
+		return SG_EINVAL;
+	}
+	if (s->workspace && virtiofsd_find(path, sizeof(path)) < 0 &&
+	    ad_which("mke2fs", path, sizeof(path)) < 0) {
+		ad_fmt(why, whysz, "--workspace needs virtiofsd (Debian package qemu-system-common) "
+		       "or mke2fs (e2fsprogs)");
 		return SG_EINVAL;
 	}
 	if (s->rootfs) {
@@ -180,12 +241,28 @@ static void sh_var(struct sg_sbuf *b, const char *k, const char *v)
 	sg_sbuf_puts(b, "\n");
 }
 
+/* One virtio-fs share: host directory, guest tag, who guest root is. */
+struct vm_share {
+	const char *tag;                /* "ws" -> /workspace, "usr" -> /usr */
+	char src[512];                  /* the host directory */
+	char sock[128], log[128], pid_file[128], mnt[128];
+	int read_only;                  /* the bind mount at mnt is read-only */
+	uid_t uid;                      /* guest root on the host */
+	gid_t gid;
+	int lfd;                        /* listening vhost-user socket, in the filter */
+	char chardev[192], device[96];
+};
+
 struct vm_run {
 	char nonce[33];
 	char start_marker[64], exit_marker[64];
 	char initrd[128], disk[128], console_log[128], qemu_log[128], pid_file[128];
-	char qemu[512];
+	char qemu[512], virtiofsd[512];
 	struct ad_vm_kernel kernel;
+	struct vm_share share[VM_SHARES];
+	int nshare;
+	int ws_fs;                      /* workspace on virtio-fs (else the ext4 copy) */
+	int usr_fs;                     /* host /usr on virtio-fs */
 };
 
 static int write_initrd(struct ad_sbx *s, struct vm_run *v, const char *base)
@@ -202,7 +279,8 @@ static int write_initrd(struct ad_sbx *s, struct vm_run *v, const char *base)
 	sh_var(&conf, "SG_HOST4", n->host4);
 	sh_var(&conf, "SG_SBX6", n->sbx6);
 	sh_var(&conf, "SG_HOST6", n->host6);
-	sh_var(&conf, "SG_WORKSPACE", sp->workspace ? "1" : "0");
+	sh_var(&conf, "SG_WORKSPACE", !sp->workspace ? "0" : v->ws_fs ? "fs" : "disk");
+	sh_var(&conf, "SG_HOSTUSR", v->usr_fs ? "1" : "0");
 	sh_var(&conf, "SG_START", v->start_marker);
 	sh_var(&conf, "SG_EXIT", v->exit_marker);
 	/* cmd.sh runs under `env -i`: the allow-listed environment is all
@@ -389,6 +467,144 @@ static pid_t spawn_qemu(const char *const argv[], int out_fd, const char *log)
 	_exit(127);
 }
 
+/* ------------------------------------------------------ virtio-fs */
+
+/* The vhost-user socket QEMU connects to, listening before either
+ * process starts (so the order they come up in does not matter). */
+static int vfs_listen(struct vm_share *sh)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (ad_fmt(a.sun_path, sizeof(a.sun_path), "%s", sh->sock) < 0)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	unlink(sh->sock);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(sh->sock, 0600) < 0 ||
+	    listen(fd, 1) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* One write to a /proc file (uid_map wants it whole, in one call). */
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	return close(fd) == 0 && ok ? 0 : -1;
+}
+
+/* The child: its own mount namespace where the share is bind-mounted at
+ * sh->mnt (read-only for /usr), done as the host's root so the mount is
+ * locked for what follows and the source is reachable whatever the
+ * permissions of its parents; then its own user namespace (maps written
+ * by the parent between 'u' and 'g') and virtiofsd on fd 3. Never returns. */
+static void __attribute__((noreturn))
+vfs_child(const struct vm_run *v, const struct vm_share *sh, pid_t parent, int up, int down)
+{
+	char fdarg[16], src[600], c = 0;
+	const char *cache = sh->read_only ? "cache=always" : "cache=auto";
+	const char *argv[] = { v->virtiofsd, fdarg, "-o", src, "-o", cache, "-o", "no_posix_lock",
+			       "--rlimit-nofile=0", NULL };
+	const char *step = "unshare";
+	int nul, lfd;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	ad_child_signals_reset();
+	/* Opened as the host's root: guest root may be nobody, who cannot
+	 * create files in the state directory. */
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	lfd = open(sh->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (nul < 0 || lfd < 0) {
+		dprintf(2, "sandgate run: virtio-fs %s: %s: %s\n", sh->tag, sh->log, strerror(errno));
+		_exit(127);
+	}
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    (step = "private /", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) < 0 ||
+	    (step = "bind", mount(sh->src, sh->mnt, NULL, MS_BIND | MS_REC, NULL)) < 0 ||
+	    (sh->read_only &&
+	     (step = "read-only remount",
+	      mount(NULL, sh->mnt, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		    NULL)) < 0) ||
+	    (step = "user namespace", unshare(CLONE_NEWUSER)) < 0) {
+		dprintf(2, "sandgate run: virtio-fs %s (%s): %s: %s\n", sh->tag, sh->src, step,
+			strerror(errno));
+		_exit(127);
+	}
+	if (write(up, "u", 1) != 1 || read(down, &c, 1) != 1 || c != 'g')
+		_exit(127);
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+		dprintf(2, "sandgate run: virtio-fs %s: setresuid: %s\n", sh->tag, strerror(errno));
+		_exit(127);
+	}
+	ad_fmt(src, sizeof(src), "source=%s", sh->mnt);
+	if (dup2(nul, 0) < 0 || dup2(lfd, 1) < 0 || dup2(lfd, 2) < 0 ||
+	    (sh->lfd == 3 ? fcntl(3, F_SETFD, 0) : dup2(sh->lfd, 3)) < 0)
+		_exit(127);
+	ad_fmt(fdarg, sizeof(fdarg), "--fd=3");
+	execv(argv[0], (char *const *)argv);
+	dprintf(2, "sandgate run: exec %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* One virtiofsd for sh, a child of the filter (it goes with QEMU). */
+static pid_t vfs_spawn(const struct vm_run *v, const struct vm_share *sh)
+{
+	char path[64], map[64], buf[64], c = 0;
+	int up[2], down[2], ok = 0;
+	pid_t me = getpid(), pid;
+
+	if (pipe2(up, O_CLOEXEC) < 0)
+		return -1;
+	if (pipe2(down, O_CLOEXEC) < 0) {
+		close(up[0]);
+		close(up[1]);
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(up[0]);
+		close(down[1]);
+		vfs_child(v, sh, me, up[1], down[0]);
+	}
+	close(up[1]);
+	close(down[0]);
+	if (pid > 0 && read(up[0], &c, 1) == 1 && c == 'u') {
+		/* Guest root is one host uid: the workspace's owner, or nobody
+		 * for /usr. setgroups is denied first (required for gid_map). */
+		ad_fmt(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+		ok = write_str(path, "deny") == 0;
+		ad_fmt(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+		ad_fmt(map, sizeof(map), "0 %u 1\n", (unsigned)sh->uid);
+		ok = ok && write_str(path, map) == 0;
+		ad_fmt(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+		ad_fmt(map, sizeof(map), "0 %u 1\n", (unsigned)sh->gid);
+		ok = ok && write_str(path, map) == 0;
+		ok = ok && write(down[1], "g", 1) == 1;
+	}
+	close(up[0]);
+	close(down[1]);
+	if (pid > 0 && !ok) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	if (pid > 0) {
+		ad_fmt(buf, sizeof(buf), "%d %llu\n", (int)pid, ad_proc_starttime(pid));
+		ad_file_write(sh->pid_file, buf, strlen(buf), 0644);
+	}
+	return pid;
+}
+
 /* The sandbox process: runs QEMU, filters its console, exits with CMD's
  * status (VM_FAILED when the guest never reported one, 128+N when signal
  * N stopped it first). */
@@ -397,7 +613,7 @@ filter_main(const struct vm_run *v, const char *const qargv[], int verbose)
 {
 	struct vm_console c = { .v = v, .out_fd = 1, .verbose = verbose };
 	sigset_t set;
-	int p[2], sfd, st, got_sig = 0, boot_timeout = VM_BOOT_TIMEOUT_S * 10, after_exit = 0;
+	int p[2], sfd, st, got_sig = 0, boot_timeout = VM_BOOT_TIMEOUT_S * 10, after_exit = 0, i;
 	pid_t qpid;
 	char buf[8192];
 
@@ -411,8 +627,17 @@ filter_main(const struct vm_run *v, const char *const qargv[], int verbose)
 	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (pipe2(p, O_CLOEXEC) < 0 || sfd < 0)
 		_exit(VM_FAILED);
+	for (i = 0; i < v->nshare; i++)
+		if (vfs_spawn(v, &v->share[i]) < 0) {
+			fprintf(stderr, "sandgate run: cannot start %s for the %s share\n",
+				v->virtiofsd, v->share[i].tag);
+			show_tail(v->share[i].log, "virtiofsd");
+			_exit(VM_FAILED);
+		}
 	qpid = spawn_qemu(qargv, p[1], v->qemu_log);
 	close(p[1]);
+	for (i = 0; i < v->nshare; i++)
+		close(v->share[i].lfd);
 	if (qpid < 0)
 		_exit(VM_FAILED);
 	/* For cleanup(): QEMU is our child, not the run's. */
@@ -472,12 +697,66 @@ filter_main(const struct vm_run *v, const char *const qargv[], int verbose)
 			"(QEMU %s %d)\n", WIFEXITED(st) ? "exit" : "signal",
 			WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 		show_tail(v->qemu_log, "QEMU");
+		for (i = 0; i < v->nshare; i++)
+			show_tail(v->share[i].log, "virtiofsd");
 		show_tail(v->console_log, "guest console");
 	}
 	_exit(VM_FAILED);
 }
 
 /* ------------------------------------------------------------- start */
+
+/* The run's virtio-fs shares: paths, owners, listening sockets. */
+static int vm_share_add(const struct ad_spec *sp, struct vm_run *v, const char *tag,
+			const char *src, int read_only, uid_t uid, gid_t gid)
+{
+	struct vm_share *sh = &v->share[v->nshare];
+
+	sh->tag = tag;
+	sh->read_only = read_only;
+	sh->uid = uid;
+	sh->gid = gid;
+	if (ad_fmt(sh->src, sizeof(sh->src), "%s", src) < 0 ||
+	    ad_fmt(sh->sock, sizeof(sh->sock), "%s/vfs-%s.sock", sp->state_dir, tag) < 0 ||
+	    ad_fmt(sh->log, sizeof(sh->log), "%s/virtiofsd-%s.log", sp->state_dir, tag) < 0 ||
+	    ad_fmt(sh->pid_file, sizeof(sh->pid_file), "%s/virtiofsd-%s.pid", sp->state_dir,
+		   tag) < 0 ||
+	    ad_fmt(sh->mnt, sizeof(sh->mnt), "%s/vfs-%s", sp->state_dir, tag) < 0 ||
+	    ad_fmt(sh->chardev, sizeof(sh->chardev), "socket,id=fs%d,path=%s", v->nshare,
+		   sh->sock) < 0 ||
+	    ad_fmt(sh->device, sizeof(sh->device), "vhost-user-fs-device,chardev=fs%d,tag=%s",
+		   v->nshare, tag) < 0)
+		return SG_EINVAL;
+	if (mkdir(sh->mnt, 0755) < 0 && errno != EEXIST)
+		return SG_EIO;
+	sh->lfd = vfs_listen(sh);
+	if (sh->lfd < 0) {
+		fprintf(stderr, "sandgate run: cannot listen on %s: %s\n", sh->sock, strerror(errno));
+		return SG_EIO;
+	}
+	v->nshare++;
+	return 0;
+}
+
+static int vm_shares(const struct ad_spec *sp, struct vm_run *v)
+{
+	struct stat st;
+
+	if (v->ws_fs) {
+		/* Guest root writes as the workspace's owner (as in the
+		 * container backend): nothing it creates is another user's. */
+		if (stat(sp->workspace, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "sandgate run: --workspace %s: not a directory\n",
+				sp->workspace);
+			return SG_EINVAL;
+		}
+		if (vm_share_add(sp, v, "ws", sp->workspace, 0, st.st_uid, st.st_gid) < 0)
+			return SG_EIO;
+	}
+	if (v->usr_fs && vm_share_add(sp, v, "usr", "/usr", 1, VM_NOBODY, VM_NOBODY) < 0)
+		return SG_EIO;
+	return 0;
+}
 
 static int vm_start(struct ad_sbx *s)
 {
@@ -510,11 +789,25 @@ static int vm_start(struct ad_sbx *s)
 	    ad_fmt(v.pid_file, sizeof(v.pid_file), "%s/qemu.pid", sp->state_dir) < 0)
 		return SG_EINVAL;
 
+	if (virtiofsd_find(v.virtiofsd, sizeof(v.virtiofsd)) == 0) {
+		v.ws_fs = sp->workspace != NULL;
+		v.usr_fs = host_usr_shareable();
+		if (!v.usr_fs)
+			fprintf(stderr, "sandgate run: notice: this host's /usr cannot serve the "
+				"guest (not merged-/usr): CMD has busybox only\n");
+	} else {
+		fprintf(stderr, "sandgate run: notice: no virtiofsd (Debian package "
+			"qemu-system-common; SANDGATE_VIRTIOFSD): CMD has busybox only%s\n",
+			sp->workspace ?
+			", and the workspace is a copy whose changes are not written back" : "");
+	}
+	if (vm_shares(sp, &v) < 0)
+		return SG_EIO;
 	if (ad_vm_kernel_get(&v.kernel, sp->verbose) < 0 ||
 	    ad_vm_initramfs_base(&v.kernel, VM_BUSYBOX, base, sizeof(base), sp->verbose) < 0 ||
 	    write_initrd(s, &v, base) < 0)
 		return SG_EIO;
-	if (sp->workspace && ad_vm_workspace_image(sp->workspace, v.disk) < 0)
+	if (sp->workspace && !v.ws_fs && ad_vm_workspace_image(sp->workspace, v.disk) < 0)
 		return SG_EIO;
 
 	kvm = kvm_usable(accel_why, sizeof(accel_why));
@@ -538,7 +831,16 @@ static int vm_start(struct ad_sbx *s)
 
 	qargv[q++] = v.qemu;
 	qargv[q++] = "-M";
-	qargv[q++] = "microvm";
+	qargv[q++] = v.nshare ? "microvm,memory-backend=mem" : "microvm";
+	if (v.nshare) {
+		/* vhost-user: virtiofsd maps the guest's memory. */
+		qargv[q++] = "-object";
+		qargv[q++] = "memory-backend-memfd,id=mem,size=" VM_MEM_MB "M,share=on";
+		/* libvhost-user refuses legacy virtio; microvm's MMIO
+		 * transport is legacy unless told otherwise. */
+		qargv[q++] = "-global";
+		qargv[q++] = "virtio-mmio.force-legacy=false";
+	}
 	qargv[q++] = "-accel";
 	qargv[q++] = kvm ? "kvm" : "tcg";
 	qargv[q++] = "-cpu";
@@ -563,7 +865,13 @@ static int vm_start(struct ad_sbx *s)
 	qargv[q++] = netdev;
 	qargv[q++] = "-device";
 	qargv[q++] = "virtio-net-device,netdev=n0";
-	if (sp->workspace) {
+	for (i = 0; i < v.nshare; i++) {
+		qargv[q++] = "-chardev";
+		qargv[q++] = v.share[i].chardev;
+		qargv[q++] = "-device";
+		qargv[q++] = v.share[i].device;
+	}
+	if (sp->workspace && !v.ws_fs) {
 		qargv[q++] = "-drive";
 		qargv[q++] = drive;
 		qargv[q++] = "-device";
@@ -571,9 +879,11 @@ static int vm_start(struct ad_sbx *s)
 	}
 	qargv[q] = NULL;
 	if (sp->verbose)
-		fprintf(stderr, "sandgate run: qemu: accel %s, kernel %s, initrd %s%s%s\n",
+		fprintf(stderr, "sandgate run: qemu: accel %s, kernel %s, initrd %s%s%s%s\n",
 			kvm ? "kvm" : "tcg", v.kernel.vmlinuz, v.initrd,
-			sp->workspace ? ", workspace disk " : "", sp->workspace ? v.disk : "");
+			v.ws_fs ? ", workspace on virtio-fs" : "",
+			sp->workspace && !v.ws_fs ? ", workspace disk " : "",
+			sp->workspace && !v.ws_fs ? v.disk : "");
 
 	s->pid = fork();
 	if (s->pid < 0)
@@ -589,20 +899,20 @@ static int vm_start(struct ad_sbx *s)
 		setpgid(0, 0);
 		filter_main(&v, qargv, sp->verbose);
 	}
+	for (i = 0; i < v.nshare; i++)   /* the filter's now */
+		close(v.share[i].lfd);
 	return 0;
 }
 
-/* QEMU is the filter's child: after a SIGKILLed filter it dies through
- * PDEATHSIG, but asynchronously; the tap and the disk must be free before
- * teardown, so wait for it here (PID + start time: never a reused PID). */
-static void vm_cleanup(struct ad_sbx *s)
+/* End the process named by a "PID STARTTIME" file (never a reused PID):
+ * SIGTERM, then SIGKILL after a second, waiting up to 3 s. */
+static void reap_pid_file(const char *path, const char *what)
 {
-	char path[128], buf[64];
+	char buf[64];
 	unsigned long long st = 0;
 	int pid = 0, i;
 
-	if (ad_fmt(path, sizeof(path), "%s/qemu.pid", s->spec->state_dir) < 0 ||
-	    ad_file_read(path, buf, sizeof(buf)) <= 0 || sscanf(buf, "%d %llu", &pid, &st) != 2 ||
+	if (ad_file_read(path, buf, sizeof(buf)) <= 0 || sscanf(buf, "%d %llu", &pid, &st) != 2 ||
 	    pid <= 0 || !st)
 		return;
 	for (i = 0; i < 300 && ad_proc_starttime(pid) == st; i++) {
@@ -612,8 +922,24 @@ static void vm_cleanup(struct ad_sbx *s)
 	}
 	if (ad_proc_starttime(pid) == st) {
 		kill(pid, SIGKILL);
-		fprintf(stderr, "sandgate run: warning: QEMU (pid %d) is slow to exit\n", pid);
+		fprintf(stderr, "sandgate run: warning: %s (pid %d) is slow to exit\n", what, pid);
 	}
+}
+
+/* QEMU and virtiofsd are the filter's children: after a SIGKILLed filter
+ * they die through PDEATHSIG, but asynchronously; the tap, the disk and
+ * the shared directories must be free before teardown, so wait here. */
+static void vm_cleanup(struct ad_sbx *s)
+{
+	static const char *const files[] = {
+		"qemu.pid", "virtiofsd-ws.pid", "virtiofsd-usr.pid", NULL
+	};
+	char path[128];
+	int i;
+
+	for (i = 0; files[i]; i++)
+		if (ad_fmt(path, sizeof(path), "%s/%s", s->spec->state_dir, files[i]) == 0)
+			reap_pid_file(path, i ? "virtiofsd" : "QEMU");
 }
 
 const struct ad_backend ad_backend_microvm = {

@@ -17,9 +17,13 @@
  * kernel unpacks concatenated archives in order (Documentation/
  * driver-api/early-userspace/buffer-format.rst), later files win.
  *
- * Workspace: Debian's cloud kernel has no 9P (CONFIG_NET_9P is off) and
- * Debian ships no virtiofsd, so the workspace is copied into an ext4
- * image (`mke2fs -d`, ext4 is built in) on a virtio-blk device.
+ * Shared directories: Debian's cloud kernel has no 9P (CONFIG_NET_9P is
+ * off) but has virtio-fs (fuse + virtiofs modules), which ad_microvm.c
+ * serves with QEMU's virtiofsd: /init mounts the workspace and the host's
+ * /usr from it. The guest's /lib64 and /lib/x86_64-linux-gnu point into
+ * /usr, so the host's dynamic binaries run once /usr is mounted. Where
+ * virtiofsd is missing, the workspace is copied into an ext4 image
+ * (`mke2fs -d`, ext4 is built in) on a virtio-blk device instead.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -42,7 +46,7 @@
  * and net_failover first; virtio_mmio is the only transport of microvm). */
 static const char *const vm_modules[] = {
 	"virtio_ring", "virtio", "virtio_mmio", "failover", "net_failover", "virtio_net",
-	"virtio_blk", NULL
+	"virtio_blk", "fuse", "virtiofs", NULL
 };
 
 /* Runs as PID 1 in the guest. vm.conf (per run) sets SG_* variables.
@@ -63,7 +67,8 @@ static const char init_script[] =
 	"dmesg -n 1\n"
 	"stop() { sync; reboot -f; sleep 5; }\n"
 	"fatal() { echo \"sandgate-init: $*\"; printf '\\n%s 125\\n' \"$SG_EXIT\"; stop; }\n"
-	"for m in virtio_ring virtio virtio_mmio failover net_failover virtio_net virtio_blk; do\n"
+	"for m in virtio_ring virtio virtio_mmio failover net_failover virtio_net virtio_blk \\\n"
+	"\tfuse virtiofs; do\n"
 	"\tinsmod /lib/modules/$m.ko || fatal \"insmod $m failed\"\n"
 	"done\n"
 	"i=0; while [ ! -e /sys/class/net/eth0 ]; do\n"
@@ -81,10 +86,16 @@ static const char init_script[] =
 	"ip route add default via \"$SG_HOST6\" || fatal 'ipv6 route'\n"
 	"cp /run/sandgate/ca.pem /etc/ssl/certs/ca-certificates.crt\n"
 	"hostname \"$SG_NAME\"\n"
-	"if [ \"$SG_WORKSPACE\" = 1 ]; then\n"
+	"if [ \"$SG_WORKSPACE\" = disk ]; then\n"
 	"\ti=0; while [ ! -b /dev/vda ]; do\n"
 	"\t\ti=$((i+1)); [ $i -gt 500 ] && fatal 'no workspace disk'; usleep 10000; done\n"
 	"\tmount -t ext4 /dev/vda /workspace || fatal 'cannot mount the workspace'\n"
+	"elif [ \"$SG_WORKSPACE\" = fs ]; then\n"
+	"\tmount -t virtiofs ws /workspace || fatal 'cannot mount the workspace (virtio-fs)'\n"
+	"fi\n"
+	/* Last: from here on the host's binaries shadow busybox's in /usr. */
+	"if [ \"$SG_HOSTUSR\" = 1 ]; then\n"
+	"\tmount -t virtiofs -o ro usr /usr || fatal 'cannot mount /usr (virtio-fs)'\n"
 	"fi\n"
 	/* The serial line would turn \\n into \\r\\n: CMD's bytes pass as they are. */
 	"stty -onlcr 2>/dev/null\n"
@@ -95,7 +106,7 @@ static const char init_script[] =
 	"cd /\n"
 	"kill -9 -1 2>/dev/null\n"
 	"sync\n"
-	"[ \"$SG_WORKSPACE\" = 1 ] && umount /workspace 2>/dev/null\n"
+	"[ \"$SG_WORKSPACE\" != 0 ] && umount /workspace 2>/dev/null\n"
 	"printf '\\n%s %d\\n' \"$SG_EXIT\" \"$rc\"\n"
 	"stop\n";
 
@@ -366,8 +377,15 @@ int ad_vm_kernel_get(struct ad_vm_kernel *k, int verbose)
 		goto out;
 	rc = kernel_fetch(pkg, tmp, stage);
 	ad_rm_rf(tmp);
+	/* An older build's cache of this kernel lacks a module we now load:
+	 * set it aside (a run using it keeps its open files), then swap. */
+	if (rc == 0 && access(k->dir, F_OK) == 0 &&
+	    (ad_fmt(tmp, sizeof(tmp), "%s/.old-%d", root, (int)getpid()) < 0 ||
+	     rename(k->dir, tmp) < 0))
+		rc = SG_EIO;
 	if (rc == 0 && rename(stage, k->dir) < 0)
 		rc = SG_EIO;
+	ad_rm_rf(tmp);
 	ad_rm_rf(stage);
 	if (rc < 0) {
 		/* No network: an older cached kernel still boots. */
@@ -413,6 +431,18 @@ static int base_write(const struct ad_vm_kernel *k, const char *busybox, const c
 		"etc/ssl", "etc/ssl/certs", "run", "run/sandgate", "lib", "lib/modules", "root",
 		"home", "home/sandbox", "workspace", "var", "var/tmp", NULL
 	};
+	static const char *const links[][2] = {
+		{ "lib64", "usr/lib64" },
+		{ "lib/x86_64-linux-gnu", "../usr/lib/x86_64-linux-gnu" },
+		{ NULL, NULL }
+	};
+	/* getpwuid() and friends (git's committer identity, python's
+	 * getpass, ssh) want the user to exist. */
+	static const char *const etc[][2] = {
+		{ "etc/passwd", "root:x:0:0:root:/root:/bin/sh\n" },
+		{ "etc/group", "root:x:0:\n" },
+		{ NULL, NULL }
+	};
 	char src[600], name[128];
 	unsigned ino = 1;
 	FILE *f = fopen(path, "we");
@@ -432,6 +462,13 @@ static int base_write(const struct ad_vm_kernel *k, const char *busybox, const c
 		rc = cpio_file(f, &ino, "bin/busybox", busybox, 0755);
 	if (rc == 0)
 		rc = cpio_entry(f, &ino, "bin/sh", S_IFLNK | 0777, "busybox", 7, 0, 0);
+	/* The host's dynamic loader and libraries, once /usr is mounted. */
+	for (i = 0; links[i][0] && rc == 0; i++)
+		rc = cpio_entry(f, &ino, links[i][0], S_IFLNK | 0777, links[i][1],
+				strlen(links[i][1]), 0, 0);
+	for (i = 0; etc[i][0] && rc == 0; i++)
+		rc = cpio_entry(f, &ino, etc[i][0], S_IFREG | 0644, etc[i][1], strlen(etc[i][1]),
+				0, 0);
 	for (i = 0; vm_modules[i] && rc == 0; i++) {
 		if (ad_fmt(src, sizeof(src), "%s/%s.ko", k->dir, vm_modules[i]) < 0 ||
 		    ad_fmt(name, sizeof(name), "lib/modules/%s.ko", vm_modules[i]) < 0)
