@@ -22,8 +22,16 @@
  * /proc/cpuinfo and no kvm_pvm module: nested PVM exposes /dev/kvm but
  * guests hang). Otherwise TCG, which needs the host's TSC frequency on the
  * kernel command line (tsc_early_khz, tsc=reliable) or a fifth of boots
- * hang calibrating. Firecracker is not driven yet: where the binary
- * exists, a notice says QEMU is used.
+ * hang calibrating.
+ *
+ * Firecracker: where `firecracker` is on PATH and KVM is usable (it has no
+ * emulator to fall back to), it replaces QEMU: the same kernel (as the ELF
+ * vmlinux it loads, extracted once by ad_fc.c), initramfs, tap and boot
+ * arguments, given through its API socket once it is up; its stdout is the
+ * guest's serial console, read by the same console filter. It has no
+ * virtio-fs, so the workspace is the ext4 copy and CMD has busybox only (a
+ * notice says so). SANDGATE_FC_FORCE=1 is a test hook: drive firecracker
+ * without checking for KVM (the tests' fake boots in QEMU under TCG).
  *
  * Shared directories (virtio-fs, where QEMU's virtiofsd exists): the
  * workspace read-write, live (what CMD writes is on the host as it writes
@@ -62,10 +70,12 @@
 #include "sg.h"
 #include "sg_sbuf.h"
 #include "adapters/ad.h"
+#include "adapters/ad_fc.h"
 #include "sg_poison.h"
 
 #define VM_BUSYBOX "/bin/busybox"
 #define VM_MEM_MB "256"
+#define VM_FC_API_TIMEOUT_MS 15000  /* socket up + every PUT, InstanceStart included */
 #define VM_BOOT_TIMEOUT_S 180   /* TCG on a loaded 2-core host: generous */
 #define VM_FAILED 125
 #define VM_SHARES 2
@@ -182,12 +192,16 @@ static long tsc_khz(void)
 	return (long)(strtod(p + 1, NULL) * 1000.0);
 }
 
+static int fc_choose(const struct ad_spec *sp, char *fc, size_t fcsz, int quiet);
+
 static int vm_available(const struct ad_spec *s, char *why, size_t whysz)
 {
 	char path[512];
 
-	if (ad_which("qemu-system-x86_64", path, sizeof(path)) < 0) {
-		ad_fmt(why, whysz, "needs qemu-system-x86_64 (Debian package qemu-system-x86)");
+	if (ad_which("qemu-system-x86_64", path, sizeof(path)) < 0 &&
+	    !fc_choose(s, path, sizeof(path), 1)) {
+		ad_fmt(why, whysz, "needs qemu-system-x86_64 (Debian package qemu-system-x86), "
+		       "or firecracker and KVM");
 		return SG_EINVAL;
 	}
 	if (!is_static_elf(VM_BUSYBOX)) {
@@ -263,6 +277,8 @@ struct vm_run {
 	int nshare;
 	int ws_fs;                      /* workspace on virtio-fs (else the ext4 copy) */
 	int usr_fs;                     /* host /usr on virtio-fs */
+	int fc;                         /* Firecracker instead of QEMU */
+	char fc_bin[512], fc_sock[128], fc_log[128], fc_id[32], vmlinux[300];
 };
 
 static int write_initrd(struct ad_sbx *s, struct vm_run *v, const char *base)
@@ -605,11 +621,31 @@ static pid_t vfs_spawn(const struct vm_run *v, const struct vm_share *sh)
 	return pid;
 }
 
-/* The sandbox process: runs QEMU, filters its console, exits with CMD's
- * status (VM_FAILED when the guest never reported one, 128+N when signal
- * N stopped it first). */
+/* Firecracker is up (or about to be): configure it and start the guest.
+ * On failure it is killed and reaped; the caller exits VM_FAILED. */
+static int fc_boot(const struct vm_run *v, const struct ad_fc_vm *fcvm, pid_t pid)
+{
+	struct ad_fc_vm vm = *fcvm;
+	char err[768];
+
+	vm.pid = pid;
+	if (ad_fc_configure(v->fc_sock, &vm, VM_FC_API_TIMEOUT_MS, err, sizeof(err)) == 0)
+		return 0;
+	fprintf(stderr, "sandgate run: firecracker: %s\n", err);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	show_tail(v->fc_log, "firecracker log");
+	show_tail(v->qemu_log, "firecracker stderr");
+	return SG_EIO;
+}
+
+/* The sandbox process: runs QEMU (or Firecracker: fcvm), filters its
+ * console, exits with CMD's status (VM_FAILED when the guest never
+ * reported one, 128+N when signal N stopped it first). */
 static void __attribute__((noreturn))
-filter_main(const struct vm_run *v, const char *const qargv[], int verbose)
+filter_main(const struct vm_run *v, const char *const qargv[], const struct ad_fc_vm *fcvm,
+	    int verbose)
 {
 	struct vm_console c = { .v = v, .out_fd = 1, .verbose = verbose };
 	sigset_t set;
@@ -643,6 +679,9 @@ filter_main(const struct vm_run *v, const char *const qargv[], int verbose)
 	/* For cleanup(): QEMU is our child, not the run's. */
 	ad_fmt(buf, sizeof(buf), "%d %llu\n", (int)qpid, ad_proc_starttime(qpid));
 	ad_file_write(v->pid_file, buf, strlen(buf), 0644);
+	/* Signals wait in the signalfd meanwhile (bounded by the timeout). */
+	if (fcvm && fc_boot(v, fcvm, qpid) < 0)
+		_exit(VM_FAILED);
 	for (;;) {
 		struct pollfd pf[2] = { { p[0], POLLIN, 0 }, { sfd, POLLIN, 0 } };
 		int r = poll(pf, 2, 100);
@@ -694,9 +733,12 @@ filter_main(const struct vm_run *v, const char *const qargv[], int verbose)
 		_exit(128 + got_sig);
 	} else {
 		fprintf(stderr, "sandgate run: the microVM ended without reporting CMD's status "
-			"(QEMU %s %d)\n", WIFEXITED(st) ? "exit" : "signal",
+			"(%s %s %d)\n", v->fc ? "firecracker" : "QEMU",
+			WIFEXITED(st) ? "exit" : "signal",
 			WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-		show_tail(v->qemu_log, "QEMU");
+		if (v->fc)
+			show_tail(v->fc_log, "firecracker log");
+		show_tail(v->qemu_log, v->fc ? "firecracker stderr" : "QEMU");
 		for (i = 0; i < v->nshare; i++)
 			show_tail(v->share[i].log, "virtiofsd");
 		show_tail(v->console_log, "guest console");
@@ -758,23 +800,98 @@ static int vm_shares(const struct ad_spec *sp, struct vm_run *v)
 	return 0;
 }
 
+/* Drive Firecracker? When it is on PATH, KVM is usable (Firecracker has
+ * no emulator) or the test hook SANDGATE_FC_FORCE=1 is set, and a
+ * --workspace can become its disk (no virtio-fs in Firecracker). fc gets
+ * the binary's path; quiet: no notices (vm_available asks too). */
+static int fc_choose(const struct ad_spec *sp, char *fc, size_t fcsz, int quiet)
+{
+	const char *force = getenv("SANDGATE_FC_FORCE");
+	char why[160], path[512];
+	int kvm;
+
+	if (ad_which("firecracker", fc, fcsz) < 0)
+		return 0;
+	kvm = kvm_usable(why, sizeof(why));
+	if (!kvm && !(force && !strcmp(force, "1"))) {
+		if (!quiet)
+			fprintf(stderr, "sandgate run: notice: %s found, but Firecracker needs KVM "
+				"(%s): using QEMU\n", fc, why);
+		return 0;
+	}
+	if (sp->workspace && ad_which("mke2fs", path, sizeof(path)) < 0) {
+		if (!quiet)
+			fprintf(stderr, "sandgate run: notice: %s found, but its --workspace disk "
+				"needs mke2fs (Debian package e2fsprogs): using QEMU\n", fc);
+		return 0;
+	}
+	if (!kvm && !quiet)
+		fprintf(stderr, "sandgate run: notice: SANDGATE_FC_FORCE=1 (a test hook): driving "
+			"%s without KVM (%s)\n", fc, why);
+	return 1;
+}
+
+/* The ELF vmlinux Firecracker loads, cached next to the vmlinuz. */
+static int fc_kernel(struct vm_run *v, int verbose)
+{
+	char err[768];
+
+	if (ad_fmt(v->vmlinux, sizeof(v->vmlinux), "%s/vmlinux", v->kernel.dir) < 0)
+		return SG_EINVAL;
+	if (ad_fc_vmlinux(v->kernel.vmlinuz, v->vmlinux, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sandgate run: firecracker: %s\n", err);
+		return SG_EIO;
+	}
+	if (verbose)
+		fprintf(stderr, "sandgate run: firecracker kernel %s\n", v->vmlinux);
+	return 0;
+}
+
+/* `firecracker --api-sock ...`: configured by the filter (fc_boot) once
+ * spawned. Its log goes to a file, never to stdout: stdout is the guest's
+ * console, forwarded to CMD's stdout. */
+static int fc_argv(struct vm_run *v, const char *qargv[])
+{
+	int q = 0, fd;
+
+	/* Firecracker refuses to start on an existing socket path; its
+	 * --log-path must exist on older releases. */
+	unlink(v->fc_sock);
+	fd = open(v->fc_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "sandgate run: cannot create %s: %s\n", v->fc_log, strerror(errno));
+		return SG_EIO;
+	}
+	close(fd);
+	qargv[q++] = v->fc_bin;
+	qargv[q++] = "--api-sock";
+	qargv[q++] = v->fc_sock;
+	qargv[q++] = "--id";
+	qargv[q++] = v->fc_id;
+	qargv[q++] = "--log-path";
+	qargv[q++] = v->fc_log;
+	qargv[q++] = "--level";
+	qargv[q++] = "Warning";
+	qargv[q] = NULL;
+	return 0;
+}
+
 static int vm_start(struct ad_sbx *s)
 {
 	static struct vm_run v;
 	const struct ad_spec *sp = s->spec;
 	char base[512], fc[512], append[256], netdev[96], drive[192], accel_why[160];
 	const char *qargv[48];
+	struct ad_fc_vm fcvm;
 	unsigned char rnd[16];
 	int i, q = 0, kvm;
 	long khz;
 
 	memset(&v, 0, sizeof(v));
-	if (ad_which("firecracker", fc, sizeof(fc)) == 0)
-		fprintf(stderr, "sandgate run: notice: %s found, but this build does not drive "
-			"Firecracker yet; using QEMU\n", fc);
-	else if (sp->verbose)
+	v.fc = fc_choose(sp, v.fc_bin, sizeof(v.fc_bin), 0);
+	if (!v.fc && sp->verbose && ad_which("firecracker", fc, sizeof(fc)) < 0)
 		fprintf(stderr, "sandgate run: firecracker not found, using QEMU\n");
-	if (ad_which("qemu-system-x86_64", v.qemu, sizeof(v.qemu)) < 0)
+	if (!v.fc && ad_which("qemu-system-x86_64", v.qemu, sizeof(v.qemu)) < 0)
 		return SG_EINVAL;
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
 		return SG_EIO;
@@ -785,11 +902,19 @@ static int vm_start(struct ad_sbx *s)
 	if (ad_fmt(v.initrd, sizeof(v.initrd), "%s/initrd.cpio", sp->state_dir) < 0 ||
 	    ad_fmt(v.disk, sizeof(v.disk), "%s/workspace.img", sp->state_dir) < 0 ||
 	    ad_fmt(v.console_log, sizeof(v.console_log), "%s/console.log", sp->state_dir) < 0 ||
-	    ad_fmt(v.qemu_log, sizeof(v.qemu_log), "%s/qemu.log", sp->state_dir) < 0 ||
-	    ad_fmt(v.pid_file, sizeof(v.pid_file), "%s/qemu.pid", sp->state_dir) < 0)
+	    ad_fmt(v.qemu_log, sizeof(v.qemu_log), "%s/%s", sp->state_dir,
+		   v.fc ? "firecracker.stderr" : "qemu.log") < 0 ||
+	    ad_fmt(v.pid_file, sizeof(v.pid_file), "%s/qemu.pid", sp->state_dir) < 0 ||
+	    ad_fmt(v.fc_sock, sizeof(v.fc_sock), "%s/fc.sock", sp->state_dir) < 0 ||
+	    ad_fmt(v.fc_log, sizeof(v.fc_log), "%s/firecracker.log", sp->state_dir) < 0 ||
+	    ad_fmt(v.fc_id, sizeof(v.fc_id), "sandgate-%s", sp->net->id) < 0)
 		return SG_EINVAL;
 
-	if (virtiofsd_find(v.virtiofsd, sizeof(v.virtiofsd)) == 0) {
+	if (v.fc) {
+		fprintf(stderr, "sandgate run: notice: driving %s: no virtio-fs there, so CMD has "
+			"busybox only%s\n", v.fc_bin, sp->workspace ?
+			", and the workspace is a copy whose changes are not written back" : "");
+	} else if (virtiofsd_find(v.virtiofsd, sizeof(v.virtiofsd)) == 0) {
 		v.ws_fs = sp->workspace != NULL;
 		v.usr_fs = host_usr_shareable();
 		if (!v.usr_fs)
@@ -809,10 +934,14 @@ static int vm_start(struct ad_sbx *s)
 		return SG_EIO;
 	if (sp->workspace && !v.ws_fs && ad_vm_workspace_image(sp->workspace, v.disk) < 0)
 		return SG_EIO;
+	if (v.fc && fc_kernel(&v, sp->verbose) < 0)
+		return SG_EIO;
 
+	/* The same boot arguments for Firecracker: with the test hook and
+	 * no KVM its guest runs under TCG too. */
 	kvm = kvm_usable(accel_why, sizeof(accel_why));
 	khz = tsc_khz();
-	if (!kvm)
+	if (!kvm && !v.fc)
 		fprintf(stderr, "sandgate run: notice: no KVM here (%s): the microVM runs under "
 			"TCG emulation, slower\n", accel_why);
 	if (kvm)
@@ -828,6 +957,24 @@ static int vm_start(struct ad_sbx *s)
 	ad_fmt(netdev, sizeof(netdev), "tap,id=n0,ifname=%s,script=no,downscript=no",
 	       sp->net->ifname);
 	ad_fmt(drive, sizeof(drive), "file=%s,if=none,format=raw,id=ws,cache=unsafe", v.disk);
+	fcvm = (struct ad_fc_vm){
+		.kernel = v.vmlinux,
+		.initrd = v.initrd,
+		.boot_args = append,
+		.tap = sp->net->ifname,
+		.drive = sp->workspace ? v.disk : NULL,
+		.vcpus = 1,
+		.mem_mib = atoi(VM_MEM_MB),
+	};
+	if (v.fc) {
+		if (fc_argv(&v, qargv) < 0)
+			return SG_EIO;
+		if (sp->verbose)
+			fprintf(stderr, "sandgate run: firecracker: %s, api %s, kernel %s, "
+				"initrd %s%s%s\n", kvm ? "kvm" : "no kvm", v.fc_sock, v.vmlinux, v.initrd,
+				sp->workspace ? ", workspace disk " : "", sp->workspace ? v.disk : "");
+		goto spawn;
+	}
 
 	qargv[q++] = v.qemu;
 	qargv[q++] = "-M";
@@ -885,6 +1032,7 @@ static int vm_start(struct ad_sbx *s)
 			sp->workspace && !v.ws_fs ? ", workspace disk " : "",
 			sp->workspace && !v.ws_fs ? v.disk : "");
 
+spawn:
 	s->pid = fork();
 	if (s->pid < 0)
 		return SG_EIO;
@@ -897,7 +1045,7 @@ static int vm_start(struct ad_sbx *s)
 		/* Own process group: a terminal's ^C reaches the run, which
 		 * forwards it here once, rather than QEMU directly. */
 		setpgid(0, 0);
-		filter_main(&v, qargv, sp->verbose);
+		filter_main(&v, qargv, v.fc ? &fcvm : NULL, sp->verbose);
 	}
 	for (i = 0; i < v.nshare; i++)   /* the filter's now */
 		close(v.share[i].lfd);
@@ -939,7 +1087,7 @@ static void vm_cleanup(struct ad_sbx *s)
 
 	for (i = 0; files[i]; i++)
 		if (ad_fmt(path, sizeof(path), "%s/%s", s->spec->state_dir, files[i]) == 0)
-			reap_pid_file(path, i ? "virtiofsd" : "QEMU");
+			reap_pid_file(path, i ? "virtiofsd" : "the VMM (QEMU or firecracker)");
 }
 
 const struct ad_backend ad_backend_microvm = {
