@@ -34,6 +34,10 @@ int ad_cmd(const char *const argv[], const char *in, size_t inlen, char *out, si
  * ad_file_read returns the length or a negative code. */
 int ad_file_write(const char *path, const char *data, size_t len, int mode);
 ssize_t ad_file_read(const char *path, char *buf, size_t bufsz);
+/* One write() of v to an existing kernel file (proc, cgroupfs): no
+ * O_CREAT, O_TRUNC or chmod, which such files refuse. 0 or SG_EIO, errno
+ * kept. */
+int ad_proc_write(const char *path, const char *v);
 int ad_mkdir_p(const char *path, int mode);
 /* Remove a directory tree (no symlink following; stops at mount points). */
 void ad_rm_rf(const char *path);
@@ -177,6 +181,33 @@ int ad_cgroup_attach(struct ad_sbx *s, pid_t pid);
 void ad_cgroup_remove(struct ad_sbx *s);
 /* The syscall names the seccomp filter answers with EPERM. */
 extern const char *const ad_seccomp_deny[];
+
+/* ad_idmap.c: the user namespace of the container backends (own
+ * namespaces, runc, crun; not runsc) and the idmapped workspace. */
+
+/* Host uid/gid of root inside: AD_ID_BASE + the run's subnet index, in
+ * the 1879048192-2147483647 block systemd documents as unused (above its
+ * container ranges, below the ids that trip signed 32-bit code). */
+#define AD_ID_BASE 0x70000000u
+
+struct ad_userns {
+	int on;                           /* a user namespace, root inside = uid/gid */
+	unsigned uid, gid;                /* host ids of root inside */
+	int ws_fd;                        /* detached idmapped workspace (owned), or -1 */
+};
+
+/* Decide (never fails; fallbacks print a notice): uid/gid AD_ID_BASE +
+ * idx and the workspace idmapped (its owner <-> them), else root inside =
+ * the workspace's owner, else no user namespace (root-owned workspace
+ * that cannot be idmapped, host without user namespaces). -v says which. */
+void ad_userns_plan(const struct ad_spec *sp, struct ad_userns *u);
+/* Write pid's maps: 0 inside <-> uid/gid, size 1. 0 or SG_EIO (errno). */
+int ad_userns_map(pid_t pid, unsigned uid, unsigned gid);
+/* Attach the idmapped workspace at path (a mount namespace of the
+ * sandbox's, not the host's) and close it. 0 or SG_EIO (errno). */
+int ad_userns_ws_attach(struct ad_userns *u, const char *path);
+/* Close the workspace mount if still held (each process that has it). */
+void ad_userns_release(struct ad_userns *u);
 
 /* ad_oci.c: OCI bundles for runc/crun/runsc */
 int ad_oci_start(struct ad_sbx *s, const char *runtime);

@@ -15,12 +15,16 @@
  * namespace owned by the host's user namespace; CMD enters a user
  * namespace only afterwards, so even its namespace-root could not undo
  * them (its mount namespace is not its own) and seccomp denies the calls
- * anyway. Inside: root 0 maps to the workspace's owner on the host (or
- * nobody, 65534, without a workspace); /proc/sys is read-only.
+ * anyway. Inside: root 0 is host uid/gid AD_ID_BASE + the subnet index
+ * (ad_idmap.c), owning nothing on the host; the workspace is an idmapped
+ * mount made by `sandgate run` (its owner <-> that uid), which init
+ * attaches, so CMD's files there land as the owner. Fallbacks as in
+ * ad_idmap.c. /proc/sys is read-only.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -87,26 +91,12 @@ static int cg_dir(const char *ctrl, char *out, size_t outsz)
 	return SG_EIO;
 }
 
-/* One write() to an existing kernel file (proc, cgroupfs): no O_CREAT,
- * no O_TRUNC, no chmod, which such files refuse. */
-static int proc_write(const char *path, const char *v)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t w = fd >= 0 ? write(fd, v, strlen(v)) : -1;
-	int e = errno;
-
-	if (fd >= 0)
-		close(fd);
-	errno = e;
-	return w == (ssize_t)strlen(v) ? 0 : SG_EIO;
-}
-
 static int cg_write(const char *dir, const char *file, const char *v)
 {
 	char path[512];
 
 	return ad_fmt(path, sizeof(path), "%s/%s", dir, file) == 0 &&
-	       proc_write(path, v) == 0 ? 0 : SG_EIO;
+	       ad_proc_write(path, v) == 0 ? 0 : SG_EIO;
 }
 
 int ad_cgroup_create(struct ad_sbx *s, char *notice, size_t noticesz)
@@ -363,8 +353,9 @@ static int setup_proc(const char *root)
 	if (ad_mkdir_p(p, 0555) < 0 ||
 	    mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return fail("proc", p);
-	/* Root inside may be root outside (a root-owned workspace): /proc/sys
-	 * files would then pass their owner check. Read-only settles it. */
+	/* Root inside may be root outside (no user namespace: the fallbacks
+	 * of ad_idmap.c): /proc/sys files would then pass their owner check.
+	 * Read-only settles it. */
 	ad_fmt(p, sizeof(p), "%s/proc/sys", root);
 	if (bind_ro(p, p, MS_NOEXEC) < 0)
 		return SG_EIO;
@@ -376,7 +367,7 @@ static int setup_proc(const char *root)
 	return 0;
 }
 
-static int setup_root(const struct ad_spec *sp, const char *root, uid_t uid, gid_t gid)
+static int setup_root(const struct ad_spec *sp, const char *root, struct ad_userns *u)
 {
 	char p[512], opts[64];
 	int i;
@@ -408,7 +399,8 @@ static int setup_root(const struct ad_spec *sp, const char *root, uid_t uid, gid
 	if (mount_tmpfs(p, "mode=1777") < 0)
 		return SG_EIO;
 	ad_fmt(p, sizeof(p), "%s/home/sandbox", root);
-	ad_fmt(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u", (unsigned)uid, (unsigned)gid);
+	/* Owned by root inside (the host's root without a user namespace). */
+	ad_fmt(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u", u->on ? u->uid : 0, u->on ? u->gid : 0);
 	if (mount_tmpfs(p, opts) < 0)
 		return SG_EIO;
 	ad_fmt(p, sizeof(p), "%s/run", root);
@@ -427,10 +419,16 @@ static int setup_root(const struct ad_spec *sp, const char *root, uid_t uid, gid
 		return SG_EIO;
 	if (sp->workspace) {
 		ad_fmt(p, sizeof(p), "%s/workspace", root);
-		if (ad_mkdir_p(p, 0755) < 0 ||
-		    mount(sp->workspace, p, NULL, MS_BIND | MS_REC, NULL) < 0 ||
-		    mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, NULL) < 0)
+		if (ad_mkdir_p(p, 0755) < 0)
+			return fail("mkdir", p);
+		/* The idmapped one is already nosuid, nodev. */
+		if (u->ws_fd >= 0) {
+			if (ad_userns_ws_attach(u, p) < 0)
+				return fail("attach the idmapped workspace", sp->workspace);
+		} else if (mount(sp->workspace, p, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+			   mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, NULL) < 0) {
 			return fail("bind workspace", sp->workspace);
+		}
 	}
 	/* The root itself last, read-only: /tmp, home, /run, /workspace are
 	 * separate mounts and stay writable. */
@@ -523,22 +521,28 @@ static void write_byte(int fd, char c)
 		;
 }
 
-/* CMD's process: user namespace (if the host allows), no capabilities,
- * seccomp, exec. Never returns. */
+/* CMD's process: user namespace (unless the plan said none), no
+ * capabilities, seccomp, exec. Never returns. */
 static void cmd_exec(const struct ad_spec *sp, int userns, int to_init, int from_init)
 {
+	/* No supplementary group of the caller's comes along (an unmapped
+	 * one would still grant its access to host files). */
+	if (setgroups(0, NULL) < 0) {
+		fail("setgroups", NULL);
+		_exit(SETUP_FAILED);
+	}
 	if (userns) {
+		/* The plan found user namespaces usable: failing now is an
+		 * error, not a reason to run CMD as the host's root. */
 		if (unshare(CLONE_NEWUSER) < 0) {
-			userns = 0;
-			if (sp->verbose)
-				fprintf(stderr, "sandgate run: notice: no user namespace (%s)\n",
-					strerror(errno));
+			fail("user namespace", NULL);
+			_exit(SETUP_FAILED);
 		}
 		/* init writes our uid/gid maps (it holds the capabilities). */
-		write_byte(to_init, userns ? 'u' : 'n');
+		write_byte(to_init, 'u');
 		if (read_byte(from_init) != 'g')
 			_exit(SETUP_FAILED);
-		if (userns && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0))
+		if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
 			_exit(SETUP_FAILED);
 	}
 	close(to_init);
@@ -598,25 +602,11 @@ static int reap_until(pid_t pid)
 	}
 }
 
-static void owner_of(const struct ad_spec *sp, uid_t *uid, gid_t *gid)
-{
-	struct stat st;
-
-	*uid = 65534;
-	*gid = 65534;
-	if (sp->workspace && stat(sp->workspace, &st) == 0) {
-		*uid = st.st_uid;
-		*gid = st.st_gid;
-	}
-}
-
 /* PID 1 of the sandbox. Never returns. */
-static void init_main(const struct ad_spec *sp, pid_t shim)
+static void init_main(const struct ad_spec *sp, pid_t shim, struct ad_userns *u)
 {
-	char root[256], map[64], path[64];
-	int up[2], down[2], userns, c;
-	uid_t uid;
-	gid_t gid;
+	char root[256], path[64];
+	int up[2], down[2];
 	pid_t cmd;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -626,13 +616,11 @@ static void init_main(const struct ad_spec *sp, pid_t shim)
 	 * /proc/1/environ; and not dumpable: /proc/1 is not CMD's to read. */
 	clearenv();
 	prctl(PR_SET_DUMPABLE, 0);
-	owner_of(sp, &uid, &gid);
 	if (ad_fmt(root, sizeof(root), "%s/root", sp->state_dir) < 0 ||
-	    setup_root(sp, root, uid, gid) < 0)
+	    setup_root(sp, root, u) < 0)
 		_exit(SETUP_FAILED);
 	if (sethostname(sp->name, strlen(sp->name)) < 0)
 		_exit(SETUP_FAILED);
-	userns = access("/proc/sys/user/max_user_namespaces", F_OK) == 0;
 	if (pipe2(up, O_CLOEXEC) < 0 || pipe2(down, O_CLOEXEC) < 0)
 		_exit(SETUP_FAILED);
 	cmd = fork();
@@ -641,32 +629,21 @@ static void init_main(const struct ad_spec *sp, pid_t shim)
 	if (cmd == 0) {
 		close(up[0]);
 		close(down[1]);
-		cmd_exec(sp, userns, up[1], down[0]);
+		cmd_exec(sp, u->on, up[1], down[0]);
 	}
 	close(up[1]);
 	close(down[0]);
 	fwd_install(cmd);
-	if (userns) {
-		c = read_byte(up[0]);
-		if (c == 'u') {
-			/* Root inside is the workspace's owner outside: what CMD
-			 * writes there belongs to the right user on the host. */
-			ad_fmt(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
-			ad_fmt(path, sizeof(path), "/proc/%d/uid_map", (int)cmd);
-			if (proc_write(path, map) < 0) {
-				fail("uid_map", path);
-				kill(cmd, SIGKILL);
-				_exit(SETUP_FAILED);
-			}
-			ad_fmt(map, sizeof(map), "0 %u 1\n", (unsigned)gid);
-			ad_fmt(path, sizeof(path), "/proc/%d/gid_map", (int)cmd);
-			if (proc_write(path, map) < 0) {
-				fail("gid_map", path);
-				kill(cmd, SIGKILL);
-				_exit(SETUP_FAILED);
-			}
-		} else if (c != 'n') {
+	if (u->on) {
+		/* CMD has unshared (or died): its maps make root inside the
+		 * plan's uid/gid. */
+		if (read_byte(up[0]) != 'u')
 			_exit(reap_until(cmd));
+		if (ad_userns_map(cmd, u->uid, u->gid) < 0) {
+			ad_fmt(path, sizeof(path), "/proc/%d/uid_map", (int)cmd);
+			fail("uid/gid map", path);
+			kill(cmd, SIGKILL);
+			_exit(SETUP_FAILED);
 		}
 		write_byte(down[1], 'g');
 	}
@@ -677,7 +654,7 @@ static void init_main(const struct ad_spec *sp, pid_t shim)
 
 /* The shim: joins the prepared network namespace, makes the others, and
  * waits for init. Never returns. */
-static void shim_main(const struct ad_spec *sp, pid_t parent, int go)
+static void shim_main(const struct ad_spec *sp, pid_t parent, int go, struct ad_userns *u)
 {
 	char path[128];
 	pid_t init;
@@ -705,7 +682,8 @@ static void shim_main(const struct ad_spec *sp, pid_t parent, int go)
 	if (init < 0)
 		_exit(SETUP_FAILED);
 	if (init == 0)
-		init_main(sp, getppid());
+		init_main(sp, getppid(), u);
+	ad_userns_release(u);
 	fwd_install(init);
 	_exit(reap_until(init));
 }
@@ -715,6 +693,7 @@ static int container_start(struct ad_sbx *s)
 	const struct ad_spec *sp = s->spec;
 	char root[256], notice[256];
 	pid_t parent = getpid();
+	struct ad_userns u;
 	int go[2];
 
 	if (sp->runtime)
@@ -725,19 +704,26 @@ static int container_start(struct ad_sbx *s)
 		return SG_EIO;
 	if (notice[0])
 		fprintf(stderr, "sandgate run: notice: %s\n", notice);
-	if (pipe2(go, O_CLOEXEC) < 0)
+	/* Here, in the host's mount namespace, where the workspace's path
+	 * means what the user meant; init attaches the mount in its own. */
+	ad_userns_plan(sp, &u);
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		ad_userns_release(&u);
 		return SG_EIO;
+	}
 	s->pid = fork();
 	if (s->pid < 0) {
 		close(go[0]);
 		close(go[1]);
+		ad_userns_release(&u);
 		return SG_EIO;
 	}
 	if (s->pid == 0) {
 		close(go[1]);
-		shim_main(sp, parent, go[0]);
+		shim_main(sp, parent, go[0], &u);
 	}
 	close(go[0]);
+	ad_userns_release(&u);
 	if (ad_cgroup_attach(s, s->pid) < 0) {
 		close(go[1]);
 		return SG_EIO;          /* the shim reads EOF and exits */

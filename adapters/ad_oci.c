@@ -20,18 +20,14 @@
  *    /proc/sys/net/core/rmem_default): it runs inside that namespace
  *    (nsenter) with a tmpfs over /proc/sys/net/core. Never `runsc do`.
  *
- * User namespace (runc, crun): root inside is host uid/gid
- * OCI_ID_BASE + the run's subnet index (unique among live runs, in the
- * range systemd leaves unused, owning nothing on the host). The host views
+ * User namespace (runc, crun): the container backend's (ad_idmap.c): root
+ * inside is host uid/gid AD_ID_BASE + the run's subnet index, the
+ * workspace an idmapped mount (its owner <-> that uid) that the runtime's
+ * private mount namespace gets at <state>/workspace, so CMD writes there
+ * as root and the files belong to the workspace's owner; the host views
  * stay readable (root-owned files show as nobody, their "other" bits
- * apply). The workspace reaches the runtime as an idmapped mount (its
- * owner <-> that uid), attached in a private mount namespace of the
- * runtime, so CMD writes there as root and the files belong to the
- * workspace's owner on the host; no mount lands in the host's table. When
- * the workspace cannot be idmapped (filesystem, kernel) root inside is the
- * workspace's owner instead, as in the container backend, or, for a
- * root-owned workspace, there is no user namespace; a notice says which.
- * gVisor gets none: its sentry is the boundary and runs unprivileged.
+ * apply). Fallbacks as there. gVisor gets none: its sentry is the boundary
+ * and runs unprivileged.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -44,27 +40,12 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sg.h"
 #include "sg_sbuf.h"
 #include "adapters/ad.h"
 #include "sg_poison.h"
-
-/* Host ids of root inside: 0x70000000 + subnet index, in the
- * 1879048192-2147483647 block systemd documents as unused (above its
- * container ranges, below the ids that trip signed 32-bit code). */
-#define OCI_ID_BASE 0x70000000u
-
-/* How the runc/crun sandbox gets its user namespace. */
-struct oci_userns {
-	int on;                   /* "user" namespace with the maps below */
-	unsigned uid, gid;        /* host ids of root inside */
-	int ws_fd;                /* detached idmapped mount of the workspace, or -1 */
-	char ws_path[512];        /* where the runtime's mount namespace gets it */
-};
 
 static const char *const oci_host_top[] = { "usr", "bin", "sbin", "lib", "lib32", "lib64",
 					    "libx32", "opt", NULL };
@@ -181,155 +162,20 @@ static int skeleton(const char *rootfs, struct sg_sbuf *m, int *first)
 }
 
 
-/* One write() to an existing proc file (no O_CREAT/O_TRUNC/fchmod). */
-static int proc_write(const char *path, const char *v)
+/* runc/crun get the container backend's user namespace (ad_idmap.c);
+ * runsc none. */
+static void userns_plan(const struct ad_sbx *s, const char *runtime, struct ad_userns *u)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC), e;
-	ssize_t w = fd >= 0 ? write(fd, v, strlen(v)) : -1;
-
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	errno = e;
-	return w == (ssize_t)strlen(v) ? 0 : -1;
-}
-
-/* A user namespace that only carries an idmapping: a child is cloned into
- * a fresh one, we write its maps (uid, gid: "inside outside count") and
- * keep a descriptor of it; the child exits once we hold it. Returns the
- * descriptor or -errno. */
-static int userns_fd_make(const char *uid_map, const char *gid_map)
-{
-	char path[64];
-	int p[2], fd = -1, err = 0, st;
-	pid_t pid;
-
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	/* clone with a NULL stack behaves like fork; the child only reads. */
-	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0);
-	if (pid < 0) {
-		err = errno;
-		close(p[0]);
-		close(p[1]);
-		return -err;
+	if (strcmp(runtime, "runsc")) {
+		ad_userns_plan(s->spec, u);
+		return;
 	}
-	if (pid == 0) {
-		char c;
-
-		close(p[1]);
-		while (read(p[0], &c, 1) < 0 && errno == EINTR)
-			;
-		_exit(0);
-	}
-	close(p[0]);
-	if (ad_fmt(path, sizeof(path), "/proc/%d/uid_map", (int)pid) < 0 ||
-	    proc_write(path, uid_map) < 0 ||
-	    ad_fmt(path, sizeof(path), "/proc/%d/gid_map", (int)pid) < 0 ||
-	    proc_write(path, gid_map) < 0 ||
-	    ad_fmt(path, sizeof(path), "/proc/%d/ns/user", (int)pid) < 0 ||
-	    (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		err = errno ? errno : EIO;
-	close(p[1]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return fd >= 0 ? fd : -err;
-}
-
-/* The workspace as a detached mount in which its owner's files belong to
- * host uid/gid (root inside) and what that uid creates lands as the owner.
- * Non-recursive: a mount inside the workspace is not carried over. */
-static int ws_idmapped(const char *ws, const struct stat *owner, unsigned uid, unsigned gid)
-{
-	struct mount_attr attr;
-	char um[64], gm[64];
-	int ns, fd, err;
-
-	if (ad_fmt(um, sizeof(um), "%u %u 1\n", (unsigned)owner->st_uid, uid) < 0 ||
-	    ad_fmt(gm, sizeof(gm), "%u %u 1\n", (unsigned)owner->st_gid, gid) < 0)
-		return -EINVAL;
-	ns = userns_fd_make(um, gm);
-	if (ns < 0)
-		return ns;
-	fd = open_tree(AT_FDCWD, ws, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (fd < 0) {
-		err = errno;
-		close(ns);
-		return -err;
-	}
-	memset(&attr, 0, sizeof(attr));
-	attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-	attr.userns_fd = (uint64_t)ns;
-	if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
-		err = errno;
-		close(fd);
-		close(ns);
-		return -err;
-	}
-	close(ns);
-	return fd;
-}
-
-/* Decide the user namespace (see the top of the file). Never fails: the
- * fallbacks are announced, and the run goes on without one. */
-static void userns_plan(const struct ad_sbx *s, const char *runtime, struct oci_userns *u)
-{
-	const struct ad_spec *sp = s->spec;
-	struct stat st;
-	char m[64];
-	int fd;
-
 	memset(u, 0, sizeof(*u));
 	u->ws_fd = -1;
-	if (!strcmp(runtime, "runsc"))
-		return;
-	u->uid = u->gid = OCI_ID_BASE + sp->net->idx;
-	if (!sp->workspace) {
-		/* Probe: can this host make one at all? */
-		ad_fmt(m, sizeof(m), "0 %u 1\n", u->uid);
-		fd = userns_fd_make(m, m);
-		if (fd < 0) {
-			fprintf(stderr, "sandgate run: notice: no user namespace (%s): root in the "
-				"sandbox is root on the host, without capabilities\n", strerror(-fd));
-			return;
-		}
-		close(fd);
-		u->on = 1;
-		return;
-	}
-	if (stat(sp->workspace, &st) < 0) {
-		fprintf(stderr, "sandgate run: notice: no user namespace (%s: %s)\n", sp->workspace,
-			strerror(errno));
-		return;
-	}
-	fd = ws_idmapped(sp->workspace, &st, u->uid, u->gid);
-	if (fd >= 0) {
-		/* The mount point: only the runtime's namespace mounts on it. */
-		if (ad_fmt(u->ws_path, sizeof(u->ws_path), "%s/workspace", sp->state_dir) == 0 &&
-		    mkdir(u->ws_path, 0700) == 0) {
-			u->on = 1;
-			u->ws_fd = fd;
-			return;
-		}
-		close(fd);
-		fd = -EIO;
-	}
-	if (st.st_uid != 0) {
-		/* The container backend's mapping: root inside = the owner. */
-		u->on = 1;
-		u->uid = st.st_uid;
-		u->gid = st.st_gid;
-		fprintf(stderr, "sandgate run: notice: the workspace cannot be idmapped (%s): root in "
-			"the sandbox is its owner, uid %u\n", strerror(-fd), u->uid);
-		return;
-	}
-	fprintf(stderr, "sandgate run: notice: no user namespace: the workspace is root's and "
-		"cannot be idmapped (%s); root in the sandbox is root on the host, without "
-		"capabilities\n", strerror(-fd));
 }
 
-static int write_bundle(struct ad_sbx *s, const char *runtime, const struct oci_userns *u,
-			char *bundle, size_t bsz)
+static int write_bundle(struct ad_sbx *s, const char *runtime, const struct ad_userns *u,
+			const char *ws_path, char *bundle, size_t bsz)
 {
 	const struct ad_spec *sp = s->spec;
 	static const char *const nsflags[] = { "CLONE_NEWNS", "CLONE_NEWUTS", "CLONE_NEWIPC",
@@ -370,7 +216,7 @@ static int write_bundle(struct ad_sbx *s, const char *runtime, const struct oci_
 	if (sp->workspace)
 		/* runsc's gofer refuses nosuid/nodev on a bind (EINVAL); its
 		 * sentry never honours setuid bits or device files from it. */
-		mount_json(&m, &first, "/workspace", "bind", u->ws_fd >= 0 ? u->ws_path : sp->workspace,
+		mount_json(&m, &first, "/workspace", "bind", u->ws_fd >= 0 ? ws_path : sp->workspace,
 			   strcmp(runtime, "runsc") ? "rbind,rw,nosuid,nodev" : "rbind,rw");
 
 	sg_sbuf_puts(&b, "{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": {\n"
@@ -458,8 +304,8 @@ out:
  * workspace need a private mount namespace (what is mounted there stays
  * there and goes with the runtime). Never returns. */
 static void runtime_exec(const char *runtime, const char *root, const char *bundle,
-			 const char *id, const struct oci_userns *u, const char *netns,
-			 const char *script)
+			 const char *id, struct ad_userns *u, const char *ws_path,
+			 const char *netns, const char *script)
 {
 	int crun = !strcmp(runtime, "crun");
 
@@ -471,8 +317,7 @@ static void runtime_exec(const char *runtime, const char *root, const char *bund
 		/* crun 1.8 refuses hybrid cgroups: hide the v2 half. */
 		if (crun)
 			(void)mount("none", "/sys/fs/cgroup/unified", "tmpfs", 0, "size=4k");
-		if (u->ws_fd >= 0 &&
-		    move_mount(u->ws_fd, "", AT_FDCWD, u->ws_path, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		if (u->ws_fd >= 0 && ad_userns_ws_attach(u, ws_path) < 0) {
 			fprintf(stderr, "sandgate run: attaching the idmapped workspace: %s\n",
 				strerror(errno));
 			_exit(125);
@@ -492,12 +337,21 @@ static void runtime_exec(const char *runtime, const char *root, const char *bund
 int ad_oci_start(struct ad_sbx *s, const char *runtime)
 {
 	const struct ad_spec *sp = s->spec;
-	char bundle[512], root[512], script[2048], netns[128];
-	struct oci_userns u;
+	char bundle[512], root[512], script[2048], netns[128], ws_path[512] = "";
+	struct ad_userns u;
 	pid_t parent = getpid();
 
 	userns_plan(s, runtime, &u);
-	if (write_bundle(s, runtime, &u, bundle, sizeof(bundle)) < 0)
+	/* The idmapped workspace's mount point: only the runtime's mount
+	 * namespace mounts on it. */
+	if (u.ws_fd >= 0 &&
+	    (ad_fmt(ws_path, sizeof(ws_path), "%s/workspace", sp->state_dir) < 0 ||
+	     mkdir(ws_path, 0700) < 0)) {
+		fprintf(stderr, "sandgate run: mkdir %s/workspace: %s\n", sp->state_dir,
+			strerror(errno));
+		goto fail;
+	}
+	if (write_bundle(s, runtime, &u, ws_path, bundle, sizeof(bundle)) < 0)
 		goto fail;
 	if (ad_fmt(root, sizeof(root), "%s/%s-root", sp->state_dir, runtime) < 0 ||
 	    ad_fmt(s->id, sizeof(s->id), "sandgate-%s", sp->net->id) < 0 ||
@@ -506,9 +360,6 @@ int ad_oci_start(struct ad_sbx *s, const char *runtime)
 	if (!strcmp(runtime, "crun"))
 		fprintf(stderr, "sandgate run: notice: crun runs with --cgroup-manager=disabled on "
 			"this host's hybrid cgroups: no memory/pids limits\n");
-	if (sp->verbose && u.on)
-		fprintf(stderr, "sandgate run: user namespace: root inside is host uid %u gid %u%s\n",
-			u.uid, u.gid, u.ws_fd >= 0 ? " (workspace idmapped to its owner)" : "");
 	/* runsc's script execs it: its exit status is CMD's. */
 	if (ad_fmt(script, sizeof(script),
 		   "mount -t tmpfs -o size=4k none /proc/sys/net/core && "
@@ -525,14 +376,12 @@ int ad_oci_start(struct ad_sbx *s, const char *runtime)
 		if (getppid() != parent)
 			_exit(125);
 		ad_child_signals_reset();
-		runtime_exec(runtime, root, bundle, s->id, &u, netns, script);
+		runtime_exec(runtime, root, bundle, s->id, &u, ws_path, netns, script);
 	}
-	if (u.ws_fd >= 0)
-		close(u.ws_fd);
+	ad_userns_release(&u);
 	return 0;
 fail:
-	if (u.ws_fd >= 0)
-		close(u.ws_fd);
+	ad_userns_release(&u);
 	return SG_EIO;
 }
 

@@ -32,6 +32,18 @@ int ad_fmt(char *out, size_t outsz, const char *fmt, ...)
 	return n < 0 || (size_t)n >= outsz ? SG_EINVAL : 0;
 }
 
+int ad_proc_write(const char *path, const char *v)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), e;
+	ssize_t w = fd >= 0 ? write(fd, v, strlen(v)) : -1;
+
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return w == (ssize_t)strlen(v) ? 0 : SG_EIO;
+}
+
 void ad_child_signals_reset(void)
 {
 	sigset_t none;
