@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct sg_sbuf;
+
 #define AD_STATE_ROOT "/run/sandgate/run"
 #define AD_CACHE_DIR  "/var/cache/sandgate"
 
@@ -121,6 +123,15 @@ int ad_gw_unregister(struct ad_gw *g, const char *name);
 int ad_gw_claim(struct ad_gw *g, const char *name);
 /* SIGTERM, wait up to 3 s, then SIGKILL. No-op when attached. */
 void ad_gw_stop(struct ad_gw *g);
+/* Watch for the gateway stopping sandbox name (block_and_kill, or an
+ * operator's POST /v1/sandboxes/NAME/stop): a non-blocking connection
+ * holding GET /v1/sandboxes/NAME/wait, to poll for POLLIN; -1 on error. */
+int ad_gw_watch(struct ad_gw *g, const char *name);
+/* Read what the watch has (call on POLLIN): 0 nothing yet, 1 the gateway
+ * stopped the sandbox (its reason code in reason), -1 the watch ended
+ * without a stop (unregistered, gateway gone): fd closed either way
+ * unless 0 is returned. */
+int ad_gw_watch_read(int fd, struct sg_sbuf *acc, char *reason, size_t reasonsz);
 int ad_gw_alive(struct ad_gw *g);
 /* One HTTP/1.1 request over a unix socket; *status gets the code.
  * resp (may be NULL) gets the body. */

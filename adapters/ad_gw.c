@@ -463,6 +463,64 @@ int ad_gw_unregister(struct ad_gw *g, const char *name)
 	return status == 204 ? 0 : SG_EIO;
 }
 
+int ad_gw_watch(struct ad_gw *g, const char *name)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char req[512];
+	int fd, n;
+
+	n = snprintf(req, sizeof(req), "GET /v1/sandboxes/%s/wait HTTP/1.1\r\nHost: sandgate\r\n"
+		     "Connection: close\r\n\r\n", name);
+	if (n <= 0 || (size_t)n >= sizeof(req) || strlen(g->admin) >= sizeof(sa.sun_path))
+		return -1;
+	memcpy(sa.sun_path, g->admin, strlen(g->admin) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	/* Blocking for the connect and the small request, then not. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || write(fd, req, (size_t)n) != n ||
+	    fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int ad_gw_watch_read(int fd, struct sg_sbuf *acc, char *reason, size_t reasonsz)
+{
+	static struct sg_jsonp_tok t[1024];
+	const char *body;
+	char buf[4096];
+	size_t off = 0;
+
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof(buf));
+
+		if (r > 0 && acc->len + (size_t)r <= 65536) {
+			sg_sbuf_add(acc, buf, (size_t)r);
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN)
+			return 0;
+		break;          /* EOF (the answer is whole), an error, or too long */
+	}
+	close(fd);
+	reason[0] = '\0';
+	/* 200 is the one answer that means "stopped"; the reason is a
+	 * detail (a body we cannot parse still stops the sandbox). */
+	if (acc->oom || acc->len < 12 || strncmp(acc->p, "HTTP/1.1 200", 12))
+		return -1;
+	body = strstr(acc->p, "\r\n\r\n");
+	if (body && sg_jsonp_parse(body + 4, acc->len - (size_t)(body + 4 - acc->p), t,
+				   SG_ARRAY_LEN(t), &off) > 0)
+		obj_str(body + 4, t, 0, "stopped", reason, reasonsz);
+	if (!reason[0])
+		ad_fmt(reason, reasonsz, "stopped");
+	return 1;
+}
+
 /* ---------------------------------------------------- start / attach */
 
 int ad_gw_alive(struct ad_gw *g)

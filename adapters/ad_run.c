@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "sg.h"
+#include "sg_sbuf.h"
 #include "adapters/ad.h"
 #include "sg_poison.h"
 
@@ -228,12 +229,23 @@ static void teardown(struct run *r)
 static int supervise(struct run *r, int sfd)
 {
 	int64_t kill_at = 0;
-	int st, rc = RUN_FAILED, got_sig = 0, gw_warned = 0;
+	int st, rc = RUN_FAILED, got_sig = 0, gw_warned = 0, stopped = 0;
+	/* The gateway may stop the sandbox (a secret violation with
+	 * block_and_kill, or an operator): it answers this watch, and the
+	 * sandbox is killed at once. Its traffic is refused from that moment
+	 * on by the gateway itself, whatever happens here. */
+	int watch = ad_gw_watch(&r->gw, r->spec.name);
+	struct sg_sbuf acc;
 
+	sg_sbuf_init(&acc);
+	if (watch < 0)
+		fprintf(stderr, "sandgate run: warning: cannot watch the gateway for a stop of "
+			"%s: a stop would refuse its traffic but not end it\n", r->spec.name);
 	for (;;) {
-		struct pollfd p = { sfd, POLLIN, 0 };
+		struct pollfd p[2] = { { sfd, POLLIN, 0 }, { watch, POLLIN, 0 } };
 		struct signalfd_siginfo si;
 		struct timespec now;
+		char reason[64];
 		pid_t w;
 
 		w = waitpid(r->sbx.pid, &st, WNOHANG);
@@ -253,9 +265,21 @@ static int supervise(struct run *r, int sfd)
 			kill(r->sbx.pid, SIGKILL);
 			kill_at = 0;
 		}
-		if (poll(&p, 1, 200) <= 0)
+		if (poll(p, watch >= 0 ? 2 : 1, 200) <= 0)
 			continue;
-		if (read(sfd, &si, sizeof(si)) != sizeof(si))
+		if (watch >= 0 && p[1].revents) {
+			int wr = ad_gw_watch_read(watch, &acc, reason, sizeof(reason));
+
+			if (wr != 0)
+				watch = -1;
+			if (wr == 1 && !stopped) {
+				fprintf(stderr, "sandgate run: the gateway stopped sandbox %s (%s): "
+					"killing it\n", r->spec.name, reason);
+				stopped = 1;
+				kill(r->sbx.pid, SIGKILL);
+			}
+		}
+		if (!(p[0].revents & POLLIN) || read(sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
 		if (si.ssi_signo == SIGCHLD)
 			continue;
@@ -267,7 +291,11 @@ static int supervise(struct run *r, int sfd)
 			kill(r->sbx.pid, SIGKILL);
 		}
 	}
-	/* CMD that exited on its own after our signal still tells its own story. */
+	if (watch >= 0)
+		close(watch);
+	sg_sbuf_free(&acc);
+	/* CMD that exited on its own after our signal still tells its own
+	 * story; one the gateway stopped was killed (137). */
 	return rc;
 }
 

@@ -33,6 +33,7 @@
 #define ADMIN_BODY_MAX (64 * 1024)
 #define ADMIN_TIMEOUT_MS 10000
 #define ADMIN_TOKENS 256
+#define ADMIN_WAIT_TICK_MS 100  /* how often a waiter looks at the registry */
 
 struct gw_admin {
 	struct gw_daemon *d;    /* borrowed */
@@ -55,6 +56,8 @@ struct admin_conn {
 	struct sg_sbuf out;
 	size_t out_off;
 	int responding;
+	int waiting;            /* GET .../wait: held until wait_name stops or goes */
+	char wait_name[GW_REG_NAME_MAX];
 };
 
 static void conn_free(struct admin_conn *c)
@@ -79,6 +82,7 @@ static void respond(struct admin_conn *c, int status, const char *ctype, const c
 			   status == 204 ? "No Content" : status == 400 ? "Bad Request" :
 			   status == 401 ? "Unauthorized" : status == 404 ? "Not Found" :
 			   status == 405 ? "Method Not Allowed" : status == 409 ? "Conflict" :
+			   status == 410 ? "Gone" :
 			   status == 413 ? "Content Too Large" : status == 503 ? "Service Unavailable" :
 			   "Internal Server Error";
 
@@ -132,6 +136,13 @@ static void entry_json(struct sg_sbuf *b, const struct gw_reg_entry *e, const ch
 		sg_sbuf_json_str(b, policy);
 	else
 		sg_sbuf_puts(b, "null");
+	sg_sbuf_puts(b, ",\"stopped\":");
+	if (e->stopped[0]) {
+		sg_sbuf_json_str(b, e->stopped);
+		sg_sbuf_printf(b, ",\"stopped_at\":%lld", (long long)e->stopped_at);
+	} else {
+		sg_sbuf_puts(b, "null");
+	}
 	sg_sbuf_puts(b, "}");
 }
 
@@ -155,6 +166,21 @@ static void list_sandboxes(struct admin_conn *c)
 	respond_json(c, 200, &b);
 	sg_sbuf_free(&b);
 	gw_registry_put(r);
+	gw_snap_put(s);
+}
+
+/* One sandbox's entry, with the policy it runs under. */
+static void respond_entry(struct admin_conn *c, int status, const struct gw_reg_entry *e)
+{
+	struct gw_snap *s = gw_snap_current(c->a->d);
+	const struct pol_sandbox *p = pol_sandbox_by_name(s->cfg, e->name);
+	struct sg_sbuf b;
+
+	sg_sbuf_init(&b);
+	entry_json(&b, e, p ? p->name : NULL);
+	sg_sbuf_puts(&b, "\n");
+	respond_json(c, status, &b);
+	sg_sbuf_free(&b);
 	gw_snap_put(s);
 }
 
@@ -282,9 +308,6 @@ static void register_sandbox(struct admin_conn *c, const char *body, size_t len)
 {
 	struct gw_reg_entry *e = malloc(sizeof(*e));
 	char why[256];
-	struct sg_sbuf b;
-	struct gw_snap *s;
-	const struct pol_sandbox *p;
 	int rc;
 
 	if (!e) {
@@ -302,15 +325,117 @@ static void register_sandbox(struct admin_conn *c, const char *body, size_t len)
 		free(e);
 		return;
 	}
-	s = gw_snap_current(c->a->d);
-	p = pol_sandbox_by_name(s->cfg, e->name);
-	sg_sbuf_init(&b);
-	entry_json(&b, e, p ? p->name : NULL);
-	sg_sbuf_puts(&b, "\n");
-	respond_json(c, 201, &b);
-	sg_sbuf_free(&b);
-	gw_snap_put(s);
+	respond_entry(c, 201, e);
 	free(e);
+}
+
+/* A reason code: what a stop records ("operator_stop" when none). */
+static int reason_ok(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n >= GW_REG_REASON_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return 0;
+	return 1;
+}
+
+static void stop_sandbox(struct admin_conn *c, const char *name, const char *body, size_t len)
+{
+	struct sg_jsonp_tok t[16];
+	char reason[GW_REG_REASON_MAX] = "operator_stop";
+	size_t off = 0, i;
+	int n;
+
+	if (len > 0) {
+		n = sg_jsonp_parse(body, len, t, 16, &off);
+		if (n < 0 || t[0].type != SG_JSON_OBJECT) {
+			respond_error(c, 400, "expected {\"reason\": \"snake_case_code\"}");
+			return;
+		}
+		for (i = 1; i < t[0].next; i = t[i + 1].next) {
+			if (!sg_jsonp_eq(body, &t[i], "reason") || t[i + 1].type != SG_JSON_STRING ||
+			    sg_jsonp_str(body, &t[i + 1], reason, sizeof(reason)) < 0 ||
+			    !reason_ok(reason)) {
+				respond_error(c, 400, "expected {\"reason\": \"snake_case_code\"} "
+					      "(a-z, 0-9, _; under 64 bytes)");
+				return;
+			}
+		}
+	}
+	if (gw_stop_sandbox(c->a->d, name, reason) < 0) {
+		respond_error(c, 404, "no such sandbox");
+		return;
+	}
+	{
+		struct gw_registry *r = gw_registry_current(c->a->d);
+		const struct gw_reg_entry *e = gw_registry_find(r, name);
+
+		if (e)
+			respond_entry(c, 200, e);
+		else
+			respond_error(c, 404, "no such sandbox");
+		gw_registry_put(r);
+	}
+}
+
+/* A waiter's answer, once there is one: 200 with the stopped entry, 410
+ * when the name is gone. 0: nothing yet. */
+static int wait_check(struct admin_conn *c)
+{
+	struct gw_registry *r = gw_registry_current(c->a->d);
+	const struct gw_reg_entry *e = gw_registry_find(r, c->wait_name);
+	int done = 1;
+
+	if (!e)
+		respond_error(c, 410, "unregistered");
+	else if (e->stopped[0])
+		respond_entry(c, 200, e);
+	else
+		done = 0;
+	gw_registry_put(r);
+	return done;
+}
+
+static void conn_io(struct gw_loop *l, struct gw_io *io, uint32_t ev);
+
+/* Stops can come from any thread (a worker seeing a secret violation):
+ * waiters look at the registry on a short tick instead of being told. */
+static void wait_tick(struct gw_loop *l, struct gw_timer *t)
+{
+	struct admin_conn *c = sg_container_of(t, struct admin_conn, timer);
+
+	if (wait_check(c)) {
+		c->waiting = 0;
+		conn_io(l, &c->io, EPOLLOUT);   /* edge-triggered: flush now */
+		return;
+	}
+	gw_timer_set(l, &c->timer, ADMIN_WAIT_TICK_MS);
+}
+
+static void wait_sandbox(struct admin_conn *c, const char *name)
+{
+	snprintf(c->wait_name, sizeof(c->wait_name), "%s", name);
+	{
+		struct gw_registry *r = gw_registry_current(c->a->d);
+		int found = gw_registry_find(r, name) != NULL;
+
+		gw_registry_put(r);
+		if (!found) {
+			respond_error(c, 404, "no such sandbox");
+			return;
+		}
+	}
+	if (wait_check(c))
+		return;
+	/* No request timeout while waiting: the adapter holds this for the
+	 * sandbox's life. A client that goes away is noticed by conn_io. */
+	c->waiting = 1;
+	gw_timer_cancel(c->a->loop, &c->timer);
+	gw_timer_init(&c->timer, wait_tick);
+	gw_timer_set(c->a->loop, &c->timer, ADMIN_WAIT_TICK_MS);
 }
 
 /* -------------------------------------------------------------- routing */
@@ -355,21 +480,45 @@ static void route(struct admin_conn *c, const struct http1_request *req, const c
 			register_sandbox(c, body, body_len);
 		else
 			goto method;
-	} else if (plen > 13 && !memcmp(path, "/v1/sandboxes/", 14)) {
+	} else if (plen > 14 && !memcmp(path, "/v1/sandboxes/", 14)) {
 		char name[GW_REG_NAME_MAX];
+		const char *n = path + 14, *slash = memchr(n, '/', plen - 14);
+		size_t nlen = slash ? (size_t)(slash - n) : plen - 14;
+		size_t rest = plen - 14 - nlen;
 
-		if (!del)
-			goto method;
-		if (plen - 14 >= sizeof(name) || plen == 14) {
+		if (nlen == 0 || nlen >= sizeof(name)) {
 			respond_error(c, 404, "no such sandbox");
 			return;
 		}
-		memcpy(name, path + 14, plen - 14);
-		name[plen - 14] = '\0';
-		if (gw_unregister(d, name) == 0)
-			respond(c, 204, "application/json", "", 0);
-		else
-			respond_error(c, 404, "no such sandbox");
+		memcpy(name, n, nlen);
+		name[nlen] = '\0';
+		if (rest == 0 && del) {
+			if (gw_unregister(d, name) == 0)
+				respond(c, 204, "application/json", "", 0);
+			else
+				respond_error(c, 404, "no such sandbox");
+		} else if (rest == 0 && get) {
+			struct gw_registry *r = gw_registry_current(d);
+			const struct gw_reg_entry *e = gw_registry_find(r, name);
+
+			if (e)
+				respond_entry(c, 200, e);
+			else
+				respond_error(c, 404, "no such sandbox");
+			gw_registry_put(r);
+		} else if (rest == 5 && !memcmp(slash, "/stop", 5)) {
+			if (!post)
+				goto method;
+			stop_sandbox(c, name, body, body_len);
+		} else if (rest == 5 && !memcmp(slash, "/wait", 5)) {
+			if (!get)
+				goto method;
+			wait_sandbox(c, name);
+		} else if (rest == 0) {
+			goto method;
+		} else {
+			respond_error(c, 404, "no such endpoint");
+		}
 	} else if (IS("/v1/reload")) {
 		char err[512];
 		struct sg_sbuf b;
@@ -448,6 +597,17 @@ static void conn_io(struct gw_loop *l, struct gw_io *io, uint32_t ev)
 
 	SG_UNUSED(l);
 	SG_UNUSED(ev);
+	while (c->waiting) {
+		char junk[256];
+		ssize_t n = recv(io->fd, junk, sizeof(junk), 0);
+
+		if (n > 0 || (n < 0 && errno == EINTR))
+			continue;       /* nothing more is asked on this connection */
+		if (n < 0 && errno == EAGAIN)
+			return;
+		conn_free(c);           /* the waiter went away */
+		return;
+	}
 	while (!c->responding) {
 		ssize_t n;
 

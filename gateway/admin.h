@@ -6,7 +6,13 @@
  *   GET /metrics               Prometheus text
  *   GET /v1/sandboxes          registered sandboxes
  *   POST /v1/sandboxes         {"name","addresses":[...],"labels":{...}} -> 201
+ *   GET /v1/sandboxes/NAME     one sandbox (with "stopped": reason or null)
  *   DELETE /v1/sandboxes/NAME  -> 204
+ *   POST /v1/sandboxes/NAME/stop  {"reason": "code"} (optional) -> 200: its
+ *                              traffic is refused from now on, its adapter told
+ *   GET /v1/sandboxes/NAME/wait   held open until NAME is stopped (200, the
+ *                              entry) or unregistered (410); what `sandgate
+ *                              run` waits on to kill a sandbox the gateway stopped
  *   POST /v1/reload            -> 200, or 400 with the loader's error
  *
  * A unix socket (mode 0600: file permissions are the access control) or

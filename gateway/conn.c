@@ -930,6 +930,16 @@ static void decide(struct gw_conn *c)
 	gw_timer_cancel(c->w->loop, &c->timer);
 	if (!c->tls_mode)
 		c->tls_mode = c->tls_seen ? "passthrough" : "none";
+	{
+		/* Looked up again now, not at accept: a sandbox the gateway
+		 * stopped meanwhile gets nothing more, in any mode. */
+		const struct gw_reg_entry *re = gw_registry_lookup(c->w->registry, &c->src);
+
+		if (re && re->stopped[0]) {
+			deny(c, "sandbox_stopped", NULL);
+			return;
+		}
+	}
 	if (c->has_name) {
 		const struct pol_static_host *sh;
 

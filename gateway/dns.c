@@ -445,6 +445,7 @@ static const struct pol_sandbox *identify(struct gw_dns_worker *dw, struct dns_c
 		snprintf(c->sandbox, sizeof(c->sandbox), "%s", sbx ? sbx->name : "");
 	}
 	c->registered = re != NULL;
+	c->stopped = re && re->stopped[0];
 	return sbx;
 }
 
@@ -515,6 +516,8 @@ long dns_process(struct gw_dns_worker *dw, struct dns_ctx *c, const uint8_t *msg
 		gw_metrics_count(&dw->metrics, sbx->name, "deny", "audit_failing");
 		return reply(dw, c, DNS_R_REFUSED, 0, NULL, 0, 0, out, cap);
 	}
+	if (c->stopped)         /* the gateway stopped it: nothing more */
+		return refuse(dw, c, sbx, DNS_R_REFUSED, "sandbox_stopped", NULL, out, cap);
 	adm = dns_limits_admit(dw->g->limits, &c->id, &rec, &lc, gw_loop_now(dw->w->loop));
 	if (adm != DNS_ADMIT_OK) {
 		/* Audited once per burst by dns_limit.c, not here. */
@@ -567,6 +570,9 @@ static void pend_resolved(struct gw_resolve_waiter *rw, const struct gw_resolve_
 	sbx = identify(dw, &p->c);
 	if (!sbx)
 		len = refuse(dw, &p->c, NULL, DNS_R_REFUSED, "unknown_source", NULL,
+			     dw->scratch, DNS_SCRATCH);
+	else if (p->c.stopped)
+		len = refuse(dw, &p->c, sbx, DNS_R_REFUSED, "sandbox_stopped", NULL,
 			     dw->scratch, DNS_SCRATCH);
 	else
 		len = decide(dw, &p->c, sbx, res, dw->scratch, DNS_SCRATCH);

@@ -71,6 +71,7 @@ struct dns_ctx {
 	uint16_t src_port;
 	struct dns_ident id;
 	int registered;                 /* sandbox: a name registered at run time */
+	int stopped;                    /* registered, and stopped by the gateway */
 	char sandbox[GW_REG_NAME_MAX];  /* audit name: registered, else the policy key; "" none */
 	int tcp;
 };

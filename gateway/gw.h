@@ -112,6 +112,12 @@ int gw_reload(struct gw_daemon *d, char *err, size_t errsz);
 int gw_register(struct gw_daemon *d, const struct gw_reg_entry *e, char *err, size_t errsz);
 /* 0, or SG_EINVAL when no such name. Audited as sandbox_stop. */
 int gw_unregister(struct gw_daemon *d, const char *name);
+/* Stop a registered sandbox: from now on every connection and DNS query
+ * it makes is refused (reason "sandbox_stopped"), a sandbox_stop record
+ * with the reason is audited, and its adapter, waiting on
+ * GET /v1/sandboxes/NAME/wait, is told to kill it. reason: a snake_case
+ * code. Idempotent (the first reason stays). SG_EINVAL: no such name. */
+int gw_stop_sandbox(struct gw_daemon *d, const char *name, const char *reason);
 void gw_metrics_text(struct gw_daemon *d, struct sg_sbuf *out);
 
 /* Listener sockets: bound once per worker (SO_REUSEPORT). */

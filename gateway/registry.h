@@ -20,6 +20,7 @@
 #define GW_REG_NAME_MAX 128
 #define GW_REG_ADDRS_MAX 16
 #define GW_REG_LABELS_MAX 2048
+#define GW_REG_REASON_MAX 64
 
 struct gw_reg_entry {
 	char name[GW_REG_NAME_MAX];
@@ -27,6 +28,12 @@ struct gw_reg_entry {
 	size_t n_addrs;
 	char labels[GW_REG_LABELS_MAX];         /* a JSON object, as given (validated) */
 	int64_t registered_at;                  /* unix seconds */
+	/* Stopped by the gateway (POST .../stop, or a secret violation with
+	 * block_and_kill): its reason code; "" while running. A stopped
+	 * sandbox stays registered, so its traffic is still recognised, and
+	 * refused, until its adapter tears it down and unregisters it. */
+	char stopped[GW_REG_REASON_MAX];
+	int64_t stopped_at;                     /* unix seconds, 0 while running */
 };
 
 struct gw_registry {

@@ -374,15 +374,15 @@ static void audit_labels(struct aud_rec *r, const char *labels)
 	sg_json_raw(&r->j, "labels", out, o);
 }
 
-static void audit_sandbox(struct gw_daemon *d, const char *event, const char *reason,
-			  const struct gw_reg_entry *e)
+static void audit_sandbox(struct gw_daemon *d, const char *event, const char *decision,
+			  const char *reason, const struct gw_reg_entry *e)
 {
 	struct aud_rec r;
 	char ip[INET6_ADDRSTRLEN], list[GW_REG_ADDRS_MAX * (INET6_ADDRSTRLEN + 3) + 3];
 	size_t i, o = 0;
 
 	aud_rec_begin(&r, event);
-	aud_rec_decision(&r, e->name, "allow", reason, NULL);
+	aud_rec_decision(&r, e->name, decision, reason, NULL);
 	list[o++] = '[';
 	for (i = 0; i < e->n_addrs; i++)
 		o += (size_t)snprintf(list + o, sizeof(list) - o, "%s\"%s\"", i ? "," : "",
@@ -411,7 +411,7 @@ int gw_register(struct gw_daemon *d, const struct gw_reg_entry *e, char *err, si
 	gw_registry_put(cur);
 	registry_swap(d, nr);
 	sg_info("sandbox %s registered", e->name);
-	audit_sandbox(d, "sandbox_start", "registered", e);
+	audit_sandbox(d, "sandbox_start", "allow", "registered", e);
 	return 0;
 }
 
@@ -433,7 +433,37 @@ int gw_unregister(struct gw_daemon *d, const char *name)
 		return SG_ENOMEM;
 	registry_swap(d, nr);
 	sg_info("sandbox %s unregistered", name);
-	audit_sandbox(d, "sandbox_stop", "unregistered", &copy);
+	audit_sandbox(d, "sandbox_stop", "allow", "unregistered", &copy);
+	return 0;
+}
+
+int gw_stop_sandbox(struct gw_daemon *d, const char *name, const char *reason)
+{
+	struct gw_registry *cur = gw_registry_current(d), *nr;
+	const struct gw_reg_entry *e = gw_registry_find(cur, name);
+	struct gw_reg_entry copy;
+	const char *conflict = NULL;
+
+	if (!e) {
+		gw_registry_put(cur);
+		return SG_EINVAL;
+	}
+	if (e->stopped[0]) {
+		gw_registry_put(cur);
+		return 0;
+	}
+	copy = *e;
+	snprintf(copy.stopped, sizeof(copy.stopped), "%s", reason);
+	copy.stopped_at = (int64_t)time(NULL);
+	/* Same name, same addresses: replaces the entry, no conflict. */
+	nr = gw_registry_with(cur, &copy, &conflict);
+	gw_registry_put(cur);
+	if (!nr)
+		return SG_ENOMEM;
+	registry_swap(d, nr);
+	sg_warn("sandbox %s stopped: %s", name, reason);
+	/* A deny: from now on its traffic is refused. */
+	audit_sandbox(d, "sandbox_stop", "deny", reason, &copy);
 	return 0;
 }
 

@@ -12,3 +12,4 @@ run_suite --backend container
 run_userns --backend container
 run_kill_gateway --backend container
 run_signals --backend container
+run_stopped --backend container

@@ -6,3 +6,4 @@ command -v runsc >/dev/null || skip "needs runsc (Debian package runsc)"
 run_suite --backend gvisor
 run_kill_gateway --backend gvisor
 run_signals --backend gvisor
+run_stopped --backend gvisor

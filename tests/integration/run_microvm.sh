@@ -27,6 +27,7 @@ grep -q "workspace on virtio-fs" "$T/run.err" || fail "the workspace was not on 
 ok "the suite ran in the VM from a virtio-fs workspace (results written back live)"
 run_kill_gateway --backend microvm
 run_signals --backend microvm
+run_stopped --backend microvm
 
 # stdout byte for byte; workspace owner; /usr read-only.
 ws=$T/ws-owned

@@ -7,3 +7,4 @@ run_suite --backend container --runtime runc
 run_userns --backend container --runtime runc
 run_kill_gateway --backend container --runtime runc
 run_signals --backend container --runtime runc
+run_stopped --backend container --runtime runc

@@ -326,3 +326,31 @@ run_userns() {
 		ok "workspace owned by $owner: root inside is host uid $host, its files land as $owner"
 	done
 }
+
+# run_stopped ARGS... - the gateway stops the sandbox (POST .../stop, what
+# block_and_kill does): sandgate run kills it at once, says why, exits 137,
+# the stop is audited with its reason, and nothing of the run remains.
+run_stopped() {
+	local name=sgt-x$$ pid id sock rc t0
+	rm -f "$WS/up"
+	"$SANDGATE" run -v -c "$CFG" --sandbox "$name" --workspace "$WS" "$@" -- \
+		sh -c 'echo up >/workspace/up; sleep 60' >"$T/stop.out" 2>"$T/stop.err" &
+	pid=$!; RUN_PIDS+=($pid)
+	for _ in $(seq 1 1200); do [ -f "$WS/up" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+	[ -f "$WS/up" ] || fail "stop test: the sandbox did not start: $(cat "$T/stop.err")"
+	id=$(run_id "$T/stop.err"); RUN_IDS+=("$id")
+	sock=$(sed -n 's/.* admin \([^,]*\), log .*/\1/p' "$T/stop.err" | head -1)
+	[ -S "$sock" ] || fail "stop test: no admin socket in: $(head -3 "$T/stop.err")"
+	t0=$(date +%s%N)
+	curl -sS --max-time 5 --unix-socket "$sock" -X POST -d '{"reason":"secret_violation"}' \
+		-o "$T/stop.body" -w '%{http_code}' "http://x/v1/sandboxes/$name/stop" >"$T/stop.code"
+	[ "$(cat "$T/stop.code")" = 200 ] || fail "stop: $(cat "$T/stop.code") $(cat "$T/stop.body")"
+	wait $pid; rc=$?
+	local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	[ $rc = 137 ] || fail "stopped run: exit $rc, want 137: $(tail -5 "$T/stop.err")"
+	grep -q "the gateway stopped sandbox $name (secret_violation): killing it" "$T/stop.err" ||
+		fail "stopped run: no reason given: $(tail -5 "$T/stop.err")"
+	audit_has "$A" '.event == "sandbox_stop" and .sandbox == "'"$name"'" and .decision == "deny" and .reason == "secret_violation"'
+	assert_gone "$id"
+	ok "the gateway stopped the sandbox: killed in $ms ms (exit 137, reason printed and audited), nothing left"
+}
