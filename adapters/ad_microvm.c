@@ -261,6 +261,7 @@ struct vm_share {
 	char src[512];                  /* the host directory */
 	char sock[128], log[128], pid_file[128], mnt[128];
 	int read_only;                  /* the bind mount at mnt is read-only */
+	struct ad_userns *idmap;        /* attach this idmapped mount at mnt instead */
 	uid_t uid;                      /* guest root on the host */
 	gid_t gid;
 	int lfd;                        /* listening vhost-user socket, in the filter */
@@ -275,6 +276,7 @@ struct vm_run {
 	struct ad_vm_kernel kernel;
 	struct vm_share share[VM_SHARES];
 	int nshare;
+	struct ad_userns uns;           /* the workspace share's: idmapped, as containers */
 	int ws_fs;                      /* workspace on virtio-fs (else the ext4 copy) */
 	int usr_fs;                     /* host /usr on virtio-fs */
 	int fc;                         /* Firecracker instead of QEMU */
@@ -546,7 +548,8 @@ vfs_child(const struct vm_run *v, const struct vm_share *sh, pid_t parent, int u
 	}
 	if (unshare(CLONE_NEWNS) < 0 ||
 	    (step = "private /", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) < 0 ||
-	    (step = "bind", mount(sh->src, sh->mnt, NULL, MS_BIND | MS_REC, NULL)) < 0 ||
+	    (sh->idmap ? (step = "idmapped mount", ad_userns_ws_attach(sh->idmap, sh->mnt)) :
+	     (step = "bind", mount(sh->src, sh->mnt, NULL, MS_BIND | MS_REC, NULL))) < 0 ||
 	    (sh->read_only &&
 	     (step = "read-only remount",
 	      mount(NULL, sh->mnt, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
@@ -674,6 +677,8 @@ filter_main(const struct vm_run *v, const char *const qargv[], const struct ad_f
 	close(p[1]);
 	for (i = 0; i < v->nshare; i++)
 		close(v->share[i].lfd);
+	if (v->uns.ws_fd >= 0)          /* the virtiofsd attached its copy */
+		close(v->uns.ws_fd);
 	if (qpid < 0)
 		_exit(VM_FAILED);
 	/* For cleanup(): QEMU is our child, not the run's. */
@@ -792,8 +797,18 @@ static int vm_shares(const struct ad_spec *sp, struct vm_run *v)
 				sp->workspace);
 			return SG_EINVAL;
 		}
-		if (vm_share_add(sp, v, "ws", sp->workspace, 0, st.st_uid, st.st_gid) < 0)
+		/* As in the container backends (ad_idmap.c): guest root is
+		 * the run's own unprivileged uid, and the workspace an idmapped
+		 * mount where that uid is the owner: what the VM writes lands
+		 * as the owner. Fallbacks: root inside = the owner, or (a
+		 * root-owned workspace that cannot be idmapped) root. */
+		ad_userns_plan(sp, &v->uns);
+		if (vm_share_add(sp, v, "ws", sp->workspace, 0,
+				 v->uns.on ? v->uns.uid : st.st_uid,
+				 v->uns.on ? v->uns.gid : st.st_gid) < 0)
 			return SG_EIO;
+		if (v->uns.ws_fd >= 0)
+			v->share[v->nshare - 1].idmap = &v->uns;
 	}
 	if (v->usr_fs && vm_share_add(sp, v, "usr", "/usr", 1, VM_NOBODY, VM_NOBODY) < 0)
 		return SG_EIO;
@@ -888,6 +903,7 @@ static int vm_start(struct ad_sbx *s)
 	long khz;
 
 	memset(&v, 0, sizeof(v));
+	v.uns.ws_fd = -1;
 	v.fc = fc_choose(sp, v.fc_bin, sizeof(v.fc_bin), 0);
 	if (!v.fc && sp->verbose && ad_which("firecracker", fc, sizeof(fc)) < 0)
 		fprintf(stderr, "sandgate run: firecracker not found, using QEMU\n");
@@ -1049,6 +1065,7 @@ spawn:
 	}
 	for (i = 0; i < v.nshare; i++)   /* the filter's now */
 		close(v.share[i].lfd);
+	ad_userns_release(&v.uns);
 	return 0;
 }
 
