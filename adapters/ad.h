@@ -190,8 +190,28 @@ extern const struct ad_backend ad_backend_microvm;
 int ad_cgroup_create(struct ad_sbx *s, char *notice, size_t noticesz);
 int ad_cgroup_attach(struct ad_sbx *s, pid_t pid);
 void ad_cgroup_remove(struct ad_sbx *s);
-/* The syscall names the seccomp filter answers with EPERM. */
-extern const char *const ad_seccomp_deny[];
+
+/* ad_seccomp.c: the sandboxes' seccomp rules, one table for every backend.
+ * Default allow; each rule answers with an errno (EPERM; ENOSYS where libc
+ * falls back: clone3, openat2). Sets:
+ *  AD_SCMP_SANDBOX  the container filter: mounts and namespaces, kernel
+ *                   attack surface (bpf, ptrace, keyctl, modules, ...),
+ *                   clone with a CLONE_NEW* flag, clone3, io_uring,
+ *                   ioctl TIOCSTI/TIOCLINUX;
+ *  AD_SCMP_NOSETID  no file mode with S_ISUID or S_ISGID, set or created:
+ *                   chmod, fchmod, fchmodat(2), mknod(at), creat, open(at)
+ *                   with O_CREAT/O_TMPFILE; openat2 (mode unreadable) and
+ *                   io_uring refused. Directories included (seccomp cannot
+ *                   tell them apart).
+ * ad_seccomp_add adds sets to a libseccomp scmp_filter_ctx; ad_seccomp_load
+ * loads them into this process (sets no_new_privs; survives exec); both 0
+ * or SG_EIO. ad_seccomp_oci_json appends them as OCI linux.seccomp.syscalls
+ * entries (no leading or trailing comma). */
+#define AD_SCMP_SANDBOX 0x1u
+#define AD_SCMP_NOSETID 0x2u
+int ad_seccomp_add(void *ctx, unsigned sets);
+int ad_seccomp_load(unsigned sets);
+void ad_seccomp_oci_json(struct sg_sbuf *b, unsigned sets);
 
 /* ad_idmap.c: the user namespace of the container backends (own
  * namespaces, runc, crun; not runsc) and the idmapped workspace. */

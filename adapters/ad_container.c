@@ -27,19 +27,16 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <sched.h>
-#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "sg.h"
@@ -49,20 +46,6 @@
 #define SETUP_FAILED 125        /* shim/init exit code: the sandbox never ran CMD */
 
 extern char **environ;
-
-const char *const ad_seccomp_deny[] = {
-	/* namespaces and mounts: the sandbox's view of the world is fixed */
-	"unshare", "setns", "mount", "umount", "umount2", "pivot_root", "chroot",
-	"open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-	/* kernel attack surface and other processes */
-	"keyctl", "add_key", "request_key", "bpf", "ptrace", "process_vm_readv",
-	"process_vm_writev", "perf_event_open", "userfaultfd", "open_by_handle_at",
-	"name_to_handle_at", "kexec_load", "kexec_file_load", "init_module", "finit_module",
-	"delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "syslog",
-	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "iopl", "ioperm",
-	"lookup_dcookie", "vhangup", "nfsservctl", "uselib", "personality",
-	NULL
-};
 
 /* ------------------------------------------------------------ cgroups */
 
@@ -463,46 +446,15 @@ static int caps_drop(void)
 	return 0;
 }
 
+/* The sandbox's filter (ad_seccomp.c): the container set and no setuid
+ * or setgid modes, which the workspace would carry to the host. */
 static int seccomp_apply(void)
 {
-	static const unsigned long nsflags[] = { CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC,
-						 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
-						 CLONE_NEWCGROUP };
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	int i, rc = SG_EIO;
-
-	if (!ctx)
-		return fail("seccomp_init", NULL);
-	for (i = 0; ad_seccomp_deny[i]; i++) {
-		int nr = seccomp_syscall_resolve_name(ad_seccomp_deny[i]);
-
-		if (nr != __NR_SCMP_ERROR && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0) < 0)
-			goto out;
-	}
-	/* clone() with any namespace flag; clone3() passes its flags in
-	 * memory seccomp cannot read, so it reports ENOSYS and libc falls
-	 * back to clone(). */
-	for (i = 0; i < (int)SG_ARRAY_LEN(nsflags); i++)
-		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-				     SCMP_A0(SCMP_CMP_MASKED_EQ, nsflags[i], nsflags[i])) < 0)
-			goto out;
-	if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) < 0)
-		goto out;
-	/* TIOCSTI would push keystrokes into the terminal the sandbox shares
-	 * with the host shell that started it. */
-	if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI)) < 0 ||
-	    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX)) < 0)
-		goto out;
-	if (seccomp_load(ctx) < 0)
-		goto out;
-	rc = 0;
-out:
-	if (rc < 0)
+	if (ad_seccomp_load(AD_SCMP_SANDBOX | AD_SCMP_NOSETID) < 0) {
 		fprintf(stderr, "sandgate run: sandbox setup: seccomp filter failed\n");
-	seccomp_release(ctx);
-	return rc;
+		return SG_EIO;
+	}
+	return 0;
 }
 
 static int read_byte(int fd)

@@ -40,7 +40,9 @@
  * of the console filter like QEMU: each runs in its own user namespace
  * (guest root is the workspace's owner on the host for the workspace, and
  * nobody for /usr, which is also a read-only bind mount) and gets its
- * listening vhost-user socket as an inherited fd. QEMU's guest memory is a
+ * listening vhost-user socket as an inherited fd; the workspace's one
+ * also a seccomp filter that refuses setuid and setgid modes (what guest
+ * root sets there lands on the host). QEMU's guest memory is a
  * shared memfd (vhost-user needs it). Without virtiofsd the workspace is
  * an ext4 copy on a virtio-blk disk (ad_vm_image.c), not written back, and
  * the guest has busybox only; a notice says so.
@@ -557,6 +559,19 @@ vfs_child(const struct vm_run *v, const struct vm_share *sh, pid_t parent, int u
 	    (step = "user namespace", unshare(CLONE_NEWUSER)) < 0) {
 		dprintf(2, "sandgate run: virtio-fs %s (%s): %s: %s\n", sh->tag, sh->src, step,
 			strerror(errno));
+		_exit(127);
+	}
+	/* The writable share: guest root writes there as the workspace's
+	 * owner, root included, so a guest chmod 4755 would be a setuid file
+	 * on the host. virtiofsd makes every such change with chmod, open or
+	 * mknod calls of its own: the no-setid filter (ad_seccomp.c) refuses
+	 * them, and the guest gets EPERM. Loaded here, before exec (it stays:
+	 * no_new_privs is set with it), and before the parent maps our uid,
+	 * so that a failure is the spawn's failure: no virtiofsd, no VM.
+	 * virtiofsd's own filter and sandbox stack on top (the kernel applies
+	 * the strictest verdict of all). */
+	if (!sh->read_only && ad_seccomp_load(AD_SCMP_NOSETID) < 0) {
+		dprintf(2, "sandgate run: virtio-fs %s: cannot load the seccomp filter\n", sh->tag);
 		_exit(127);
 	}
 	if (write(up, "u", 1) != 1 || read(down, &c, 1) != 1 || c != 'g')

@@ -7,7 +7,10 @@
  * merged-/usr symlinks and read-only binds of /usr, /lib*, /etc essentials
  * listed in config.json (the same view as the container backend). The
  * network namespace is the prepared one; root is read-only; no
- * capabilities; no_new_privs; the seccomp denylist of ad_container.c.
+ * capabilities; no_new_privs; the container backend's seccomp filter as
+ * linux.seccomp, from the same table (ad_seccomp.c), runsc included
+ * (--oci-seccomp: without it runsc ignores the section, and its gofer,
+ * root on the host, would carry a chmod u+s to the workspace).
  *
  * Host quirks handled here (RECIPES.md, verified on this machine):
  *  - crun 1.8 refuses hybrid cgroups: it runs in a private mount namespace
@@ -178,11 +181,6 @@ static int write_bundle(struct ad_sbx *s, const char *runtime, const struct ad_u
 			const char *ws_path, char *bundle, size_t bsz)
 {
 	const struct ad_spec *sp = s->spec;
-	static const char *const nsflags[] = { "CLONE_NEWNS", "CLONE_NEWUTS", "CLONE_NEWIPC",
-					       "CLONE_NEWUSER", "CLONE_NEWPID", "CLONE_NEWNET",
-					       "CLONE_NEWCGROUP" };
-	static const unsigned long nsvals[] = { 0x20000, 0x4000000, 0x8000000, 0x10000000,
-						0x20000000, 0x40000000, 0x2000000 };
 	struct sg_sbuf b, m;
 	char rootfs[512], path[600];
 	int first = 1, i, rc = SG_EIO;
@@ -273,20 +271,9 @@ static int write_bundle(struct ad_sbx *s, const char *runtime, const struct ad_u
 		     "    \"readonlyPaths\": [\"/proc/sys\", \"/proc/sysrq-trigger\", \"/proc/irq\", "
 		     "\"/proc/bus\"],\n"
 		     "    \"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"architectures\": "
-		     "[\"SCMP_ARCH_X86_64\", \"SCMP_ARCH_X86\", \"SCMP_ARCH_X32\"], \"syscalls\": [\n"
-		     "      {\"names\": [");
-	for (i = 0; ad_seccomp_deny[i]; i++) {
-		if (i)
-			sg_sbuf_puts(&b, ",");
-		sg_sbuf_json_str(&b, ad_seccomp_deny[i]);
-	}
-	sg_sbuf_puts(&b, "], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 1},\n"
-		     "      {\"names\": [\"clone3\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 38}");
-	for (i = 0; i < (int)SG_ARRAY_LEN(nsflags); i++)
-		sg_sbuf_printf(&b, ",\n      {\"names\": [\"clone\"], \"action\": \"SCMP_ACT_ERRNO\", "
-			       "\"errnoRet\": 1, \"comment\": \"%s\", \"args\": [{\"index\": 0, "
-			       "\"value\": %lu, \"valueTwo\": %lu, \"op\": \"SCMP_CMP_MASKED_EQ\"}]}",
-			       nsflags[i], nsvals[i], nsvals[i]);
+		     "[\"SCMP_ARCH_X86_64\", \"SCMP_ARCH_X86\", \"SCMP_ARCH_X32\"], \"syscalls\": [");
+	/* The container backend's filter, rule for rule (ad_seccomp.c). */
+	ad_seccomp_oci_json(&b, AD_SCMP_SANDBOX | AD_SCMP_NOSETID);
 	sg_sbuf_puts(&b, "\n    ]}\n  }\n}\n");
 	if (b.oom || m.oom || ad_fmt(path, sizeof(path), "%s/config.json", bundle) < 0 ||
 	    ad_file_write(path, b.p, b.len, 0600) < 0)
@@ -363,7 +350,8 @@ int ad_oci_start(struct ad_sbx *s, const char *runtime)
 	/* runsc's script execs it: its exit status is CMD's. */
 	if (ad_fmt(script, sizeof(script),
 		   "mount -t tmpfs -o size=4k none /proc/sys/net/core && "
-		   "exec runsc --root='%s' --network=sandbox --platform=ptrace run --bundle '%s' '%s'",
+		   "exec runsc --root='%s' --network=sandbox --platform=ptrace --oci-seccomp "
+		   "run --bundle '%s' '%s'",
 		   root, bundle, s->id) < 0)
 		goto fail;
 	s->pid = fork();

@@ -5,5 +5,6 @@
 command -v crun >/dev/null || skip "needs crun (Debian package crun)"
 run_suite --backend container --runtime crun
 run_userns --backend container --runtime crun
+run_nosetid --backend container --runtime crun
 run_kill_gateway --backend container --runtime crun
 run_signals --backend container --runtime crun

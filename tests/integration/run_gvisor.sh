@@ -4,6 +4,7 @@
 . "$(dirname "$0")/../lib/run_common.sh"
 command -v runsc >/dev/null || skip "needs runsc (Debian package runsc)"
 run_suite --backend gvisor
+run_nosetid --backend gvisor
 run_kill_gateway --backend gvisor
 run_signals --backend gvisor
 run_stopped --backend gvisor

@@ -8,7 +8,8 @@
 # signals, nothing left behind. Then what is particular to the microVM:
 # CMD's stdout byte for byte (console markers stripped), the workspace is
 # written back live and as its owner, /usr is read-only and root-only
-# files in it stay unreadable, and the fallback without virtiofsd (the
+# files in it stay unreadable, no setuid/setgid file reaches the host
+# through virtiofsd, and the fallback without virtiofsd (the
 # workspace copied onto a disk, busybox only) still runs and says so.
 . "$(dirname "$0")/../lib/run_common.sh"
 command -v qemu-system-x86_64 >/dev/null || skip "needs qemu-system-x86_64 (Debian package qemu-system-x86)"
@@ -25,6 +26,9 @@ run_suite --backend microvm
 grep -q "notice: no KVM here" "$T/run.err" && echo "note: TCG ($(grep -o 'no KVM here ([^)]*)' "$T/run.err"))"
 grep -q "workspace on virtio-fs" "$T/run.err" || fail "the workspace was not on virtio-fs: $(cat "$T/run.err")"
 ok "the suite ran in the VM from a virtio-fs workspace (results written back live)"
+# Guest root writes through virtiofsd as the workspace's owner: no setuid
+# or setgid mode may reach the host that way either.
+run_nosetid --backend microvm
 run_kill_gateway --backend microvm
 run_signals --backend microvm
 run_stopped --backend microvm

@@ -354,3 +354,64 @@ run_stopped() {
 	assert_gone "$id"
 	ok "the gateway stopped the sandbox: killed in $ms ms (exit 137, reason printed and audited), nothing left"
 }
+
+# run_nosetid ARGS... - nothing the sandbox writes carries a setuid or setgid
+# bit to the host. The workspace is root's (root inside writes there as its
+# owner): each way of setting or creating such a mode is tried inside, then
+# the host looks at the files. Plain modes still work; chmod g+s on a
+# directory is refused too (seccomp cannot tell it from a file).
+run_nosetid() {
+	local ws=$T/ws-nosetid v got left
+	rm -rf "$ws"; mkdir -p "$ws"; chown 0:0 "$ws"; chmod 0755 "$ws"
+	cat >"$ws/nosetid.sh" <<'SH'
+#!/bin/sh
+# name=ok: the call succeeded; name=refused: it failed (the mode is what the host sees).
+cd /workspace || exit 1
+t() { n=$1; shift; if "$@" >/dev/null 2>&1; then echo "$n=ok"; else echo "$n=refused"; fi >>nosetid.out; }
+: >nosetid.out
+t chmod_us sh -c 'cp /bin/true chmod_us && chmod u+s chmod_us'
+t chmod_gs sh -c 'cp /bin/true chmod_gs && chmod g+s chmod_gs'
+t install install -m 4755 /bin/true install
+t py_open python3 -c 'import os; os.close(os.open("py_open", os.O_CREAT | os.O_WRONLY, 0o4755))'
+t py_chmod python3 -c 'import os; open("py_chmod", "w").close(); os.chmod("py_chmod", 0o6755)'
+t py_mknod python3 -c 'import os, stat; os.mknod("py_mknod", stat.S_IFREG | 0o2755)'
+# fchmodat2 (Linux 6.6) and openat2 by number: libc may not wrap them.
+t fchmodat2 python3 -c 'import ctypes; l = ctypes.CDLL(None); open("fchmodat2", "w").close(); exit(l.syscall(452, -100, b"fchmodat2", 0o4755, 0) != 0)'
+t openat2 python3 -c 'import ctypes, os, struct; l = ctypes.CDLL(None); h = ctypes.create_string_buffer(struct.pack("QQQ", os.O_CREAT | os.O_WRONLY, 0o4755, 0)); exit(l.syscall(437, -100, b"openat2", h, 24) < 0)'
+# O_TMPFILE with the mode, then linked in (no write: a write would clear the bit).
+t tmpfile python3 -c 'import ctypes, os; l = ctypes.CDLL(None); fd = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o4755); exit(l.linkat(-100, b"/proc/self/fd/%d" % fd, -100, b"tmpfile", 0x400) != 0)'
+t plain755 sh -c 'cp /bin/true plain755 && chmod 0755 plain755'
+t plain600 sh -c 'echo x >plain600 && chmod 0600 plain600'
+t plain644 python3 -c 'import os; os.close(os.open("plain644", os.O_CREAT | os.O_WRONLY, 0o644))'
+t dir_gs sh -c 'mkdir dir_gs && chmod g+s dir_gs'
+t dir_mk python3 -c 'import os; os.mkdir("dir_mk", 0o2755)'
+echo done >>nosetid.out
+SH
+	chmod 0755 "$ws/nosetid.sh"
+	"$SANDGATE" run -c "$CFG" --sandbox "sgt-n$$" --workspace "$ws" "$@" -- /workspace/nosetid.sh \
+		>"$T/nosetid.run" 2>&1
+	grep -qx done "$ws/nosetid.out" 2>/dev/null || fail "nosetid: the script did not run: $(tail -5 "$T/nosetid.run")"
+	echo "--- nosetid results (inside):" $(grep -v done "$ws/nosetid.out")
+	for v in chmod_us chmod_gs install py_open py_chmod py_mknod fchmodat2 openat2 tmpfile; do
+		[ -e "$ws/$v" ] || continue      # refused before anything was created
+		got=$(stat -c %a "$ws/$v")
+		[ -z "$(find "$ws/$v" -perm /6000)" ] || fail "nosetid: $v left mode $got on the host (owner $(stat -c %u:%g "$ws/$v"))"
+	done
+	left=$(find "$ws" -perm /6000 -type f)
+	[ -z "$left" ] || fail "nosetid: setuid/setgid files in the workspace: $(ls -ln $left)"
+	ok "no setuid/setgid file from the sandbox in a root-owned workspace (chmod u+s, g+s, install -m 4755, open/mknod/fchmodat2/openat2/O_TMPFILE with 04755)"
+	for v in chmod_us chmod_gs install py_open py_chmod py_mknod; do
+		grep -qx "$v=refused" "$ws/nosetid.out" || fail "nosetid: $v succeeded inside"
+	done
+	ok "the sandbox is told: each attempt fails (EPERM) instead of silently dropping the bit"
+	[ "$(stat -c %a "$ws/plain755" 2>/dev/null)" = 755 ] && [ "$(stat -c %a "$ws/plain600" 2>/dev/null)" = 600 ] &&
+		[ -f "$ws/plain644" ] && grep -qx "plain755=ok" "$ws/nosetid.out" && grep -qx "plain600=ok" "$ws/nosetid.out" ||
+		fail "nosetid: plain chmod 0755/0600 or open 0644 broken: $(grep plain "$ws/nosetid.out" | tr '\n' ' ')"
+	ok "plain modes still work (chmod 0755, 0600; open with 0644)"
+	grep -qx "dir_gs=refused" "$ws/nosetid.out" && [ -d "$ws/dir_gs" ] && [ -z "$(find "$ws/dir_gs" -perm /2000)" ] ||
+		fail "nosetid: chmod g+s on a directory: $(grep dir_gs "$ws/nosetid.out"), host mode $(stat -c %a "$ws/dir_gs" 2>&1)"
+	[ -d "$ws/dir_mk" ] && [ -z "$(find "$ws/dir_mk" -perm /2000)" ] ||
+		fail "nosetid: mkdir 02755: $(grep dir_mk "$ws/nosetid.out"), host mode $(stat -c %a "$ws/dir_mk" 2>&1)"
+	ok "directories: chmod g+s refused (as for files), mkdir works and gets no setgid bit"
+	rm -rf "$ws"
+}
