@@ -182,11 +182,28 @@ static int write_bundle(struct ad_sbx *s, const char *runtime, const struct ad_u
 {
 	const struct ad_spec *sp = s->spec;
 	struct sg_sbuf b, m;
-	char rootfs[512], path[600];
+	char rootfs[512], path[600], home_opts[96] = "nosuid,nodev,mode=0700";
 	int first = 1, i, rc = SG_EIO;
+	uid_t run_uid = 0;
+	gid_t run_gid = 0;
+	struct stat st;
 
 	sg_sbuf_init(&b);
 	sg_sbuf_init(&m);
+	/* gVisor gets no user namespace (its sentry keeps the sandbox's users
+	 * from the host's, and root in it has no capabilities): CMD, root
+	 * without CAP_DAC_OVERRIDE, could not write a workspace another user
+	 * owns. It runs as that owner instead, with a home it owns. */
+	if (!strcmp(runtime, "runsc") && sp->workspace && stat(sp->workspace, &st) == 0 &&
+	    st.st_uid != 0) {
+		run_uid = st.st_uid;
+		run_gid = st.st_gid;
+		ad_fmt(home_opts, sizeof(home_opts), "nosuid,nodev,mode=0700,uid=%u,gid=%u",
+		       (unsigned)run_uid, (unsigned)run_gid);
+		if (sp->verbose)
+			fprintf(stderr, "sandgate run: gVisor: CMD runs as the workspace's owner, "
+				"uid %u gid %u\n", (unsigned)run_uid, (unsigned)run_gid);
+	}
 	if (ad_fmt(bundle, bsz, "%s/bundle", sp->state_dir) < 0 ||
 	    ad_fmt(rootfs, sizeof(rootfs), "%s/rootfs", bundle) < 0 ||
 	    ad_mkdir_p(rootfs, 0755) < 0)
@@ -203,7 +220,7 @@ static int write_bundle(struct ad_sbx *s, const char *runtime, const struct ad_u
 		goto out;
 	mount_json(&m, &first, "/tmp", "tmpfs", "tmpfs", "nosuid,nodev,mode=1777");
 	mount_json(&m, &first, "/var/tmp", "tmpfs", "tmpfs", "nosuid,nodev,mode=1777");
-	mount_json(&m, &first, "/home/sandbox", "tmpfs", "tmpfs", "nosuid,nodev,mode=0700");
+	mount_json(&m, &first, "/home/sandbox", "tmpfs", "tmpfs", home_opts);
 	mount_json(&m, &first, "/run", "tmpfs", "tmpfs", "nosuid,nodev,mode=0755");
 	mount_json(&m, &first, "/run/sandgate/ca.pem", "bind", sp->ca_bundle, "bind,ro");
 	mount_json(&m, &first, "/etc/resolv.conf", "bind", sp->resolv_conf, "bind,ro");
@@ -217,8 +234,9 @@ static int write_bundle(struct ad_sbx *s, const char *runtime, const struct ad_u
 		mount_json(&m, &first, "/workspace", "bind", u->ws_fd >= 0 ? ws_path : sp->workspace,
 			   strcmp(runtime, "runsc") ? "rbind,rw,nosuid,nodev" : "rbind,rw");
 
-	sg_sbuf_puts(&b, "{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": {\n"
-		     "    \"terminal\": false,\n    \"user\": {\"uid\": 0, \"gid\": 0},\n    \"args\": [");
+	sg_sbuf_printf(&b, "{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": {\n"
+		       "    \"terminal\": false,\n    \"user\": {\"uid\": %u, \"gid\": %u},\n"
+		       "    \"args\": [", (unsigned)run_uid, (unsigned)run_gid);
 	for (i = 0; sp->argv[i]; i++) {
 		if (i)
 			sg_sbuf_puts(&b, ",");
