@@ -128,9 +128,9 @@ void ad_gw_stop(struct ad_gw *g);
  * holding GET /v1/sandboxes/NAME/wait, to poll for POLLIN; -1 on error. */
 int ad_gw_watch(struct ad_gw *g, const char *name);
 /* Read what the watch has (call on POLLIN): 0 nothing yet, 1 the gateway
- * stopped the sandbox (its reason code in reason), -1 the watch ended
- * without a stop (unregistered, gateway gone): fd closed either way
- * unless 0 is returned. */
+ * stopped the sandbox (its reason code in reason; "unregistered" when
+ * someone else removed it), -1 the watch ended without an answer (the
+ * gateway went away): fd closed either way unless 0 is returned. */
 int ad_gw_watch_read(int fd, struct sg_sbuf *acc, char *reason, size_t reasonsz);
 int ad_gw_alive(struct ad_gw *g);
 /* One HTTP/1.1 request over a unix socket; *status gets the code.
@@ -212,6 +212,9 @@ void ad_cgroup_remove(struct ad_sbx *s);
 int ad_seccomp_add(void *ctx, unsigned sets);
 int ad_seccomp_load(unsigned sets);
 void ad_seccomp_oci_json(struct sg_sbuf *b, unsigned sets);
+/* Can an OCI runtime apply the rules by name here? SG_EINVAL with why
+ * when one it needs is unknown to this libseccomp but in the kernel. */
+int ad_seccomp_oci_check(char *why, size_t whysz);
 
 /* ad_idmap.c: the user namespace of the container backends (own
  * namespaces, runc, crun; not runsc) and the idmapped workspace. */

@@ -400,6 +400,13 @@ int ad_gw_claim(struct ad_gw *g, const char *name)
 			    kill((pid_t)atoi(pid), 0) < 0 && errno == ESRCH) {
 				fprintf(stderr, "sandgate run: notice: replacing the registration of %s "
 					"left by run %s (gone)\n", name, pid);
+				/* Deleted first: the gateway will not register a
+				 * name it stopped again over it. */
+				if (ad_gw_unregister(g, name) < 0) {
+					fprintf(stderr, "sandgate run: cannot remove the stale "
+						"registration of %s\n", name);
+					rc = SG_EIO;
+				}
 				continue;
 			}
 			/* Anyone else's: registering would replace it, and our
@@ -466,6 +473,7 @@ int ad_gw_unregister(struct ad_gw *g, const char *name)
 int ad_gw_watch(struct ad_gw *g, const char *name)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { 2, 0 };
 	char req[512];
 	int fd, n;
 
@@ -477,7 +485,9 @@ int ad_gw_watch(struct ad_gw *g, const char *name)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	/* Blocking for the connect and the small request, then not. */
+	/* Blocking (bounded: a hung gateway must not stall the supervisor)
+	 * for the connect and the small request, then not. */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || write(fd, req, (size_t)n) != n ||
 	    fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
 		close(fd);
@@ -508,6 +518,13 @@ int ad_gw_watch_read(int fd, struct sg_sbuf *acc, char *reason, size_t reasonsz)
 	}
 	close(fd);
 	reason[0] = '\0';
+	/* 410: unregistered under us. Only our own teardown unregisters, and
+	 * it comes after the watch: someone else removed the sandbox's
+	 * identity, so it stops too. */
+	if (!acc->oom && acc->len >= 12 && !strncmp(acc->p, "HTTP/1.1 410", 12)) {
+		ad_fmt(reason, reasonsz, "unregistered");
+		return 1;
+	}
 	/* 200 is the one answer that means "stopped"; the reason is a
 	 * detail (a body we cannot parse still stops the sandbox). */
 	if (acc->oom || acc->len < 12 || strncmp(acc->p, "HTTP/1.1 200", 12))

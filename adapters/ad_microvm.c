@@ -52,6 +52,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -548,7 +549,11 @@ vfs_child(const struct vm_run *v, const struct vm_share *sh, pid_t parent, int u
 		dprintf(2, "sandgate run: virtio-fs %s: %s: %s\n", sh->tag, sh->log, strerror(errno));
 		_exit(127);
 	}
-	if (unshare(CLONE_NEWNS) < 0 ||
+	/* The run's supplementary groups (root's) would count in every
+	 * permission check virtiofsd makes, and cannot be dropped once the
+	 * parent denies setgroups: dropped here. */
+	if ((step = "setgroups", setgroups(0, NULL)) < 0 ||
+	    (step = "unshare", unshare(CLONE_NEWNS)) < 0 ||
 	    (step = "private /", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) < 0 ||
 	    (sh->idmap ? (step = "idmapped mount", ad_userns_ws_attach(sh->idmap, sh->mnt)) :
 	     (step = "bind", mount(sh->src, sh->mnt, NULL, MS_BIND | MS_REC, NULL))) < 0 ||
@@ -580,6 +585,12 @@ vfs_child(const struct vm_run *v, const struct vm_share *sh, pid_t parent, int u
 		dprintf(2, "sandgate run: virtio-fs %s: setresuid: %s\n", sh->tag, strerror(errno));
 		_exit(127);
 	}
+	/* Changing credentials cleared the parent-death signal: again, or a
+	 * virtiofsd whose filter died before QEMU connected would wait on
+	 * its socket for ever. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
 	ad_fmt(src, sizeof(src), "source=%s", sh->mnt);
 	if (dup2(nul, 0) < 0 || dup2(lfd, 1) < 0 || dup2(lfd, 2) < 0 ||
 	    (sh->lfd == 3 ? fcntl(3, F_SETFD, 0) : dup2(sh->lfd, 3)) < 0)
@@ -671,6 +682,11 @@ filter_main(const struct vm_run *v, const char *const qargv[], const struct ad_f
 	pid_t qpid;
 	char buf[8192];
 
+	/* The Firecracker API socket is the run's alone, whatever umask the
+	 * caller had: whoever reaches it can repoint the VM's disk. (Not
+	 * for virtiofsd: the guest's file modes would be masked too.) */
+	if (fcvm)
+		umask(077);
 	c.log_fd = open(v->console_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	/* The run blocked these for its signalfd; so do we (inherited mask). */
 	sigemptyset(&set);

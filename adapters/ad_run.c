@@ -21,6 +21,7 @@
  * failed before CMD ran; 2 for a usage error.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,6 +63,53 @@ static int usage(void)
 		"                    [--sandbox NAME] [--workspace DIR] [--rootfs DIR] [--gateway unix:PATH]\n"
 		"                    [--env K=V]... [--memory SIZE] [--pids N] [-v] -- CMD [ARG...]\n");
 	return 2;
+}
+
+/*
+ * The paths sandgate creates and mounts on inside a --rootfs, as the
+ * host's root: none of them may pass through a symlink, or a rootfs
+ * prepared by someone else would have us create files (and mount) outside
+ * it. Each component is opened with O_NOFOLLOW from the rootfs down; a
+ * path that does not exist yet is fine (it is made later, inside).
+ */
+static int rootfs_links(const char *rootfs, char *bad, size_t badsz)
+{
+	static const char *const paths[] = {
+		"proc", "dev", "tmp", "var/tmp", "home/sandbox", "run/sandgate/ca.pem",
+		"etc/resolv.conf", "etc/hosts", "etc/ssl/certs/ca-certificates.crt", "workspace",
+		NULL
+	};
+	char rel[128], *p, *next;
+	int i, dfd, nfd, bad_link = 0;
+
+	for (i = 0; paths[i] && !bad_link; i++) {
+		ad_fmt(rel, sizeof(rel), "%s", paths[i]);
+		dfd = open(rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		for (p = rel; dfd >= 0 && *p; p = next) {
+			struct stat st;
+
+			next = strchr(p, '/');
+			if (next)
+				*next++ = '\0';
+			else
+				next = p + strlen(p);
+			if (fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				break;                  /* not there: made later, inside */
+			if (S_ISLNK(st.st_mode)) {
+				ad_fmt(bad, badsz, "%s/%.*s", rootfs, (int)(p - rel + strlen(p)),
+				       paths[i]);
+				bad_link = 1;
+				break;
+			}
+			nfd = *next ? openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+				    : -1;
+			close(dfd);
+			dfd = nfd;
+		}
+		if (dfd >= 0)
+			close(dfd);
+	}
+	return bad_link;
 }
 
 static int valid_name(const char *s)
@@ -229,7 +277,7 @@ static void teardown(struct run *r)
 static int supervise(struct run *r, int sfd)
 {
 	int64_t kill_at = 0;
-	int st, rc = RUN_FAILED, got_sig = 0, gw_warned = 0, stopped = 0;
+	int st, rc = RUN_FAILED, got_sig = 0, gw_warned = 0, stopped = 0, watch_warned = 0;
 	/* The gateway may stop the sandbox (a secret violation with
 	 * block_and_kill, or an operator): it answers this watch, and the
 	 * sandbox is killed at once. Its traffic is refused from that moment
@@ -272,6 +320,19 @@ static int supervise(struct run *r, int sfd)
 
 			if (wr != 0)
 				watch = -1;
+			if (wr < 0) {
+				/* The gateway went away (a restart of an attached
+				 * one): watch again, or say that it cannot. */
+				sg_sbuf_free(&acc);
+				sg_sbuf_init(&acc);
+				watch = ad_gw_watch(&r->gw, r->spec.name);
+				/* (our own gateway's death is reported below) */
+				if (watch < 0 && !watch_warned && !(r->gw.pid && !ad_gw_alive(&r->gw)))
+					fprintf(stderr, "sandgate run: warning: lost the gateway's "
+						"watch on %s: a stop would refuse its traffic but not "
+						"end it\n", r->spec.name);
+				watch_warned |= watch < 0;
+			}
 			if (wr == 1 && !stopped) {
 				fprintf(stderr, "sandgate run: the gateway stopped sandbox %s (%s): "
 					"killing it\n", r->spec.name, reason);
@@ -381,6 +442,17 @@ int ad_run_main(int argc, char **argv)
 			return 2;
 		}
 		*dir = real[i];
+	}
+	if (r.spec.rootfs) {
+		char bad[4200];
+
+		if (rootfs_links(r.spec.rootfs, bad, sizeof(bad))) {
+			fprintf(stderr, "sandgate run: --rootfs: %s is a symlink, where sandgate mounts "
+				"its own files (proc, dev, tmp, home, run, etc/resolv.conf, etc/hosts, "
+				"the CA bundle, workspace); it does not follow links out of a rootfs\n",
+				bad);
+			return 2;
+		}
 	}
 	if (geteuid() != 0) {
 		fprintf(stderr, "sandgate run: needs root (network namespaces, nftables)\n");

@@ -34,6 +34,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <termios.h>
 
 #include "sg.h"
@@ -140,6 +141,32 @@ static int scmp_nr(const char *name)
 		nr = __NR_fchmodat2;
 #endif
 	return nr;
+}
+
+/* Linux >= major.minor (uname's release). */
+static int kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return 1;       /* unknown: assume it has everything */
+	return ma > major || (ma == major && mi >= minor);
+}
+
+int ad_seccomp_oci_check(char *why, size_t whysz)
+{
+	/* runc and crun resolve the OCI rules' names with this same system
+	 * libseccomp and skip the names it does not know; the in-process
+	 * filter falls back to the number, they cannot. */
+	if (seccomp_syscall_resolve_name("fchmodat2") == __NR_SCMP_ERROR &&
+	    kernel_at_least(6, 6)) {
+		ad_fmt(why, whysz, "this host's libseccomp does not know fchmodat2 (Linux 6.6 "
+		       "has it), so the runtime would let a setuid chmod through; update "
+		       "libseccomp (2.5.5+), or use the default backend");
+		return SG_EINVAL;
+	}
+	return 0;
 }
 
 int ad_seccomp_add(void *ctx, unsigned sets)

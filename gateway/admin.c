@@ -34,6 +34,7 @@
 #define ADMIN_TIMEOUT_MS 10000
 #define ADMIN_TOKENS 256
 #define ADMIN_WAIT_TICK_MS 100  /* how often a waiter looks at the registry */
+#define ADMIN_WAITERS_MAX 4096  /* GET .../wait held open at once */
 
 struct gw_admin {
 	struct gw_daemon *d;    /* borrowed */
@@ -44,6 +45,7 @@ struct gw_admin {
 	char *token;            /* owned; wiped on stop */
 	size_t token_len;
 	struct admin_conn *conns;
+	int n_waiting;
 };
 
 struct admin_conn {
@@ -62,6 +64,8 @@ struct admin_conn {
 
 static void conn_free(struct admin_conn *c)
 {
+	if (c->waiting)
+		c->a->n_waiting--;
 	gw_timer_cancel(c->a->loop, &c->timer);
 	gw_io_del(c->a->loop, &c->io);
 	close(c->io.fd);
@@ -400,6 +404,7 @@ static int wait_check(struct admin_conn *c)
 }
 
 static void conn_io(struct gw_loop *l, struct gw_io *io, uint32_t ev);
+static void conn_timeout(struct gw_loop *l, struct gw_timer *t);
 
 /* Stops can come from any thread (a worker seeing a secret violation):
  * waiters look at the registry on a short tick instead of being told. */
@@ -409,6 +414,10 @@ static void wait_tick(struct gw_loop *l, struct gw_timer *t)
 
 	if (wait_check(c)) {
 		c->waiting = 0;
+		c->a->n_waiting--;
+		/* A peer that does not read its answer is not kept for ever. */
+		gw_timer_init(&c->timer, conn_timeout);
+		gw_timer_set(l, &c->timer, ADMIN_TIMEOUT_MS);
 		conn_io(l, &c->io, EPOLLOUT);   /* edge-triggered: flush now */
 		return;
 	}
@@ -430,8 +439,16 @@ static void wait_sandbox(struct admin_conn *c, const char *name)
 	}
 	if (wait_check(c))
 		return;
+	if (c->a->n_waiting >= ADMIN_WAITERS_MAX) {
+		respond_error(c, 503, "too many waiters");
+		return;
+	}
 	/* No request timeout while waiting: the adapter holds this for the
-	 * sandbox's life. A client that goes away is noticed by conn_io. */
+	 * sandbox's life. A client that goes away is noticed by conn_io. The
+	 * request buffer is not needed any more. */
+	free(c->buf);
+	c->buf = NULL;
+	c->a->n_waiting++;
 	c->waiting = 1;
 	gw_timer_cancel(c->a->loop, &c->timer);
 	gw_timer_init(&c->timer, wait_tick);
@@ -598,14 +615,16 @@ static void conn_io(struct gw_loop *l, struct gw_io *io, uint32_t ev)
 	SG_UNUSED(l);
 	SG_UNUSED(ev);
 	while (c->waiting) {
-		char junk[256];
+		char junk[1];
 		ssize_t n = recv(io->fd, junk, sizeof(junk), 0);
 
-		if (n > 0 || (n < 0 && errno == EINTR))
-			continue;       /* nothing more is asked on this connection */
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n < 0 && errno == EAGAIN)
 			return;
-		conn_free(c);           /* the waiter went away */
+		/* The waiter went away, or sent more on a connection that
+		 * asks one thing: either way it is done. */
+		conn_free(c);
 		return;
 	}
 	while (!c->responding) {
@@ -619,6 +638,8 @@ static void conn_io(struct gw_loop *l, struct gw_io *io, uint32_t ev)
 		if (n > 0) {
 			c->len += (size_t)n;
 			conn_request(c);
+			if (c->waiting)
+				return; /* held: see the waiting loop above */
 			continue;
 		}
 		if (n < 0 && errno == EINTR)

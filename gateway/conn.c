@@ -93,6 +93,8 @@ static void audit_conn(struct gw_conn *c)
 	sg_json_int(&r.j, "bytes_up", (int64_t)c->c2u.bytes);
 	sg_json_int(&r.j, "bytes_down", (int64_t)c->u2c.bytes);
 	sg_json_int(&r.j, "duration_ms", gw_now_ms() - c->start_ms);
+	if (c->closed_by)
+		sg_json_str(&r.j, "closed_by", c->closed_by);
 	if (c->http) {
 		sg_json_str(&r.j, "method", c->method[0] ? c->method : NULL);
 		sg_json_str(&r.j, "path", c->path[0] ? c->path : NULL);
@@ -181,6 +183,32 @@ void gw_conn_close_all(struct gw_worker *w)
 		if (!w->conns->reason)
 			w->conns->reason = "gateway_shutdown";
 		gw_conn_close(w->conns, "shutdown");
+	}
+}
+
+void gw_conn_close_stopped(struct gw_worker *w)
+{
+	const struct gw_registry *r = w->registry;
+	struct gw_conn *c, *next;
+	size_t i;
+
+	for (i = 0; i < r->n && !r->entries[i].stopped[0]; i++)
+		;
+	if (i == r->n)
+		return;                 /* nothing stopped: the common case */
+	for (c = w->conns; c; c = next) {
+		const struct gw_reg_entry *re = gw_registry_lookup(r, &c->src);
+
+		next = c->next;
+		if (!re || !re->stopped[0])
+			continue;
+		if (c->allowed) {
+			c->closed_by = "sandbox_stopped";
+		} else {
+			c->reason = "sandbox_stopped";
+			c->rule_id = NULL;
+		}
+		gw_conn_close(c, "sandbox stopped");
 	}
 }
 

@@ -97,6 +97,7 @@ struct gw_conn {
 	const char *tls_mode;           /* "passthrough" | "none" */
 	const char *event;              /* "connection" | "request" */
 	const char *reason;             /* static */
+	const char *closed_by;          /* static: who ended a relayed connection early */
 	const char *rule_id;            /* borrowed from snap */
 	int allowed;
 	int name_allowed;               /* the name itself was allowed (before addresses) */

@@ -516,8 +516,6 @@ long dns_process(struct gw_dns_worker *dw, struct dns_ctx *c, const uint8_t *msg
 		gw_metrics_count(&dw->metrics, sbx->name, "deny", "audit_failing");
 		return reply(dw, c, DNS_R_REFUSED, 0, NULL, 0, 0, out, cap);
 	}
-	if (c->stopped)         /* the gateway stopped it: nothing more */
-		return refuse(dw, c, sbx, DNS_R_REFUSED, "sandbox_stopped", NULL, out, cap);
 	adm = dns_limits_admit(dw->g->limits, &c->id, &rec, &lc, gw_loop_now(dw->w->loop));
 	if (adm != DNS_ADMIT_OK) {
 		/* Audited once per burst by dns_limit.c, not here. */
@@ -525,6 +523,10 @@ long dns_process(struct gw_dns_worker *dw, struct dns_ctx *c, const uint8_t *msg
 				 adm == DNS_ADMIT_RATE ? "dns_rate_limited" : "dns_name_burst");
 		return reply(dw, c, DNS_R_REFUSED, 0, NULL, 0, 0, out, cap);
 	}
+	/* The gateway stopped it: nothing more (after the limiter, so a
+	 * stopped sandbox cannot flood the audit log with refusals). */
+	if (c->stopped)
+		return refuse(dw, c, sbx, DNS_R_REFUSED, "sandbox_stopped", NULL, out, cap);
 	if (c->prc != SG_OK)
 		return refuse(dw, c, sbx, DNS_R_FORMERR, "dns_malformed", NULL, out, cap);
 	if (c->q.opcode != 0)

@@ -127,6 +127,10 @@ int gw_listen_socket(const char *spec, int reuse_port, int transparent_ok,
 /* conn.c */
 void gw_conn_accept(struct gw_worker *w, struct gw_listener *ls, int fd);
 void gw_conn_close_all(struct gw_worker *w);
+/* End every connection of a sandbox the gateway stopped (w's registry):
+ * those still being judged are denied with reason sandbox_stopped, relayed
+ * ones are recorded as allowed with their bytes and "closed_by". */
+void gw_conn_close_stopped(struct gw_worker *w);
 void gw_worker_free_closed(struct gw_worker *w);
 
 /* Pipes for splice(), from the worker's pool; only held while data is in flight. */

@@ -145,7 +145,7 @@ static void listener_io(struct gw_loop *l, struct gw_io *io, uint32_t ev)
 static void worker_sync(struct gw_worker *w)
 {
 	struct gw_daemon *d = w->d;
-	int i;
+	int i, reg_changed = 0;
 
 	pthread_mutex_lock(&d->mu);
 	if (d->snap != w->snap) {
@@ -155,8 +155,12 @@ static void worker_sync(struct gw_worker *w)
 	if (d->registry != w->registry) {
 		gw_registry_put(w->registry);
 		w->registry = gw_registry_ref(d->registry);
+		reg_changed = 1;
 	}
 	pthread_mutex_unlock(&d->mu);
+	/* A sandbox the gateway stopped keeps nothing open. */
+	if (reg_changed)
+		gw_conn_close_stopped(w);
 	if (atomic_load(&d->drain) && !w->draining) {
 		w->draining = 1;
 		for (i = 0; i < w->n_listeners; i++) {
@@ -330,6 +334,13 @@ int gw_healthy(struct gw_daemon *d)
 	return d->audit_on_failure_allow || !aud_failing(d->audit);
 }
 
+/* Registry writers (register, unregister, stop) each read the current
+ * registry, build the next and swap it in: one at a time, or two writers
+ * from different threads (the control API, a worker's block_and_kill)
+ * would each build on the same one and lose an update. One daemon per
+ * process, hence static. */
+static pthread_mutex_t reg_write_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static void registry_swap(struct gw_daemon *d, struct gw_registry *nr)
 {
 	struct gw_registry *old;
@@ -396,9 +407,22 @@ static void audit_sandbox(struct gw_daemon *d, const char *event, const char *de
 
 int gw_register(struct gw_daemon *d, const struct gw_reg_entry *e, char *err, size_t errsz)
 {
-	struct gw_registry *cur = gw_registry_current(d), *nr;
+	struct gw_registry *cur, *nr;
+	const struct gw_reg_entry *old;
 	const char *conflict = NULL;
 
+	pthread_mutex_lock(&reg_write_mu);
+	cur = gw_registry_current(d);
+	/* Registering a stopped name again would undo the stop: it goes
+	 * only when its adapter (or an operator) deletes it. */
+	old = gw_registry_find(cur, e->name);
+	if (old && old->stopped[0]) {
+		snprintf(err, errsz, "sandbox \"%s\" was stopped by the gateway (%s): "
+			 "DELETE it first", e->name, old->stopped);
+		gw_registry_put(cur);
+		pthread_mutex_unlock(&reg_write_mu);
+		return SG_EINVAL;
+	}
 	nr = gw_registry_with(cur, e, &conflict);
 	if (!nr) {
 		if (conflict)
@@ -406,10 +430,12 @@ int gw_register(struct gw_daemon *d, const struct gw_reg_entry *e, char *err, si
 		else
 			snprintf(err, errsz, "out of memory");
 		gw_registry_put(cur);
+		pthread_mutex_unlock(&reg_write_mu);
 		return conflict ? SG_EINVAL : SG_ENOMEM;
 	}
 	gw_registry_put(cur);
 	registry_swap(d, nr);
+	pthread_mutex_unlock(&reg_write_mu);
 	sg_info("sandbox %s registered", e->name);
 	audit_sandbox(d, "sandbox_start", "allow", "registered", e);
 	return 0;
@@ -417,21 +443,27 @@ int gw_register(struct gw_daemon *d, const struct gw_reg_entry *e, char *err, si
 
 int gw_unregister(struct gw_daemon *d, const char *name)
 {
-	struct gw_registry *cur = gw_registry_current(d), *nr;
-	const struct gw_reg_entry *e = gw_registry_find(cur, name);
+	struct gw_registry *cur, *nr;
+	const struct gw_reg_entry *e;
 	struct gw_reg_entry copy;
 	int found;
 
+	pthread_mutex_lock(&reg_write_mu);
+	cur = gw_registry_current(d);
+	e = gw_registry_find(cur, name);
 	if (!e) {
 		gw_registry_put(cur);
+		pthread_mutex_unlock(&reg_write_mu);
 		return SG_EINVAL;
 	}
 	copy = *e;
 	nr = gw_registry_without(cur, name, &found);
 	gw_registry_put(cur);
+	if (nr)
+		registry_swap(d, nr);
+	pthread_mutex_unlock(&reg_write_mu);
 	if (!nr)
 		return SG_ENOMEM;
-	registry_swap(d, nr);
 	sg_info("sandbox %s unregistered", name);
 	audit_sandbox(d, "sandbox_stop", "allow", "unregistered", &copy);
 	return 0;
@@ -439,18 +471,18 @@ int gw_unregister(struct gw_daemon *d, const char *name)
 
 int gw_stop_sandbox(struct gw_daemon *d, const char *name, const char *reason)
 {
-	struct gw_registry *cur = gw_registry_current(d), *nr;
-	const struct gw_reg_entry *e = gw_registry_find(cur, name);
+	struct gw_registry *cur, *nr;
+	const struct gw_reg_entry *e;
 	struct gw_reg_entry copy;
 	const char *conflict = NULL;
 
-	if (!e) {
+	pthread_mutex_lock(&reg_write_mu);
+	cur = gw_registry_current(d);
+	e = gw_registry_find(cur, name);
+	if (!e || e->stopped[0]) {
 		gw_registry_put(cur);
-		return SG_EINVAL;
-	}
-	if (e->stopped[0]) {
-		gw_registry_put(cur);
-		return 0;
+		pthread_mutex_unlock(&reg_write_mu);
+		return e ? 0 : SG_EINVAL;
 	}
 	copy = *e;
 	snprintf(copy.stopped, sizeof(copy.stopped), "%s", reason);
@@ -458,9 +490,11 @@ int gw_stop_sandbox(struct gw_daemon *d, const char *name, const char *reason)
 	/* Same name, same addresses: replaces the entry, no conflict. */
 	nr = gw_registry_with(cur, &copy, &conflict);
 	gw_registry_put(cur);
+	if (nr)
+		registry_swap(d, nr);
+	pthread_mutex_unlock(&reg_write_mu);
 	if (!nr)
 		return SG_ENOMEM;
-	registry_swap(d, nr);
 	sg_warn("sandbox %s stopped: %s", name, reason);
 	/* A deny: from now on its traffic is refused. */
 	audit_sandbox(d, "sandbox_stop", "deny", reason, &copy);

@@ -15,3 +15,4 @@ run_nosetid --backend container
 run_kill_gateway --backend container
 run_signals --backend container
 run_stopped --backend container
+run_unregistered --backend container

@@ -8,3 +8,4 @@ run_userns --backend container --runtime crun
 run_nosetid --backend container --runtime crun
 run_kill_gateway --backend container --runtime crun
 run_signals --backend container --runtime crun
+run_stopped --backend container --runtime crun

@@ -39,6 +39,21 @@ dig +short +time=2 +tries=1 -p "$DP" @127.0.0.1 api.example.test A >"$T/dig1" 2>
 grep -qx 127.0.0.1 "$T/dig1" || fail "DNS before the stop: $(cat "$T/dig1")"
 ok "registered, allowed, resolving"
 
+# A control: a CONNECT tunnel carries two requests while nothing is stopped.
+python3 "$(dirname "$0")/../lib/px_client.py" tunnel "$PP" api.example.test "$UP_PORT" \
+	--cafile "$T/certs/ca.pem" --go "$T/go0" >"$T/tun0.out" 2>&1 &
+TUN0=$!; PIDS+=($TUN0)
+for _ in $(seq 1 100); do grep -q ready "$T/tun0.out" && break; sleep 0.05; done
+touch "$T/go0"; wait $TUN0
+tail -1 "$T/tun0.out" | jq -e '.second[0] == 200' >/dev/null || fail "control tunnel: $(cat "$T/tun0.out")"
+# The tunnel that will be open when the sandbox is stopped.
+python3 "$(dirname "$0")/../lib/px_client.py" tunnel "$PP" api.example.test "$UP_PORT" \
+	--cafile "$T/certs/ca.pem" --go "$T/go1" >"$T/tun1.out" 2>&1 &
+TUN1=$!; PIDS+=($TUN1)
+for _ in $(seq 1 100); do grep -q ready "$T/tun1.out" && break; sleep 0.05; done
+grep -q ready "$T/tun1.out" || fail "tunnel did not open: $(cat "$T/tun1.out")"
+ok "an open tunnel carries requests (control)"
+
 # A waiter, held open until the stop.
 curl -sS --max-time 20 --unix-socket "$SOCK" -o "$T/wait.body" -w '%{http_code}' \
 	http://x/v1/sandboxes/agent-1/wait >"$T/wait.code" 2>&1 &
@@ -68,6 +83,19 @@ wait $WAITER
 ok "stop answers with the entry; the waiter is told within its tick"
 audit_has "$A" '.event == "sandbox_stop" and .sandbox == "agent-1" and .decision == "deny" and .reason == "secret_violation"'
 ok "sandbox_stop audited as a deny with the reason"
+
+# The tunnel opened before the stop is closed by it.
+touch "$T/go1"; wait $TUN1
+tail -1 "$T/tun1.out" | jq -e 'has("second_error") and (has("second") | not)' >/dev/null ||
+	fail "a tunnel opened before the stop still carried a request: $(cat "$T/tun1.out")"
+audit_has "$A" '.event == "connection" and .sandbox == "agent-1" and .decision == "allow" and .closed_by == "sandbox_stopped" and .bytes_down > 0'
+ok "connections open at the stop are closed (recorded as allowed, closed_by sandbox_stopped)"
+
+# Registering the stopped name again would undo the stop: refused.
+code=$(api -X POST -d '{"name":"agent-1","addresses":["127.0.0.1"]}' http://x/v1/sandboxes)
+[ "$code" = 409 ] && grep -q "stopped by the gateway" "$T/api.body" ||
+	fail "re-registering a stopped sandbox: $code $(cat "$T/api.body")"
+ok "a stopped name cannot be registered again until it is deleted"
 
 # Audit mode would only log a would_deny: a stopped sandbox is refused anyway.
 get after >"$T/after.out" && fail "a stopped sandbox was allowed: $(cat "$T/after.out")"

@@ -415,3 +415,25 @@ SH
 	ok "directories: chmod g+s refused (as for files), mkdir works and gets no setgid bit"
 	rm -rf "$ws"
 }
+
+# run_unregistered ARGS... - someone removes the sandbox's registration
+# (DELETE on the gateway): it has no identity left, and is killed as if
+# stopped (reason "unregistered", exit 137).
+run_unregistered() {
+	local name=sgt-y$$ pid id sock rc
+	rm -f "$WS/up"
+	"$SANDGATE" run -v -c "$CFG" --sandbox "$name" --workspace "$WS" "$@" -- \
+		sh -c 'echo up >/workspace/up; sleep 60' >"$T/unreg.out" 2>"$T/unreg.err" &
+	pid=$!; RUN_PIDS+=($pid)
+	for _ in $(seq 1 1200); do [ -f "$WS/up" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+	[ -f "$WS/up" ] || fail "unregister test: the sandbox did not start: $(cat "$T/unreg.err")"
+	id=$(run_id "$T/unreg.err"); RUN_IDS+=("$id")
+	sock=$(sed -n 's/.* admin \([^,]*\), log .*/\1/p' "$T/unreg.err" | head -1)
+	[ "$(curl -sS --max-time 5 --unix-socket "$sock" -X DELETE -o /dev/null -w '%{http_code}' \
+		"http://x/v1/sandboxes/$name")" = 204 ] || fail "unregister test: DELETE failed"
+	wait $pid; rc=$?
+	[ $rc = 137 ] && grep -q "the gateway stopped sandbox $name (unregistered): killing it" "$T/unreg.err" ||
+		fail "unregistered run: exit $rc: $(tail -5 "$T/unreg.err")"
+	assert_gone "$id"
+	ok "the sandbox's registration removed by someone else: killed (exit 137), nothing left"
+}
