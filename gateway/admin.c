@@ -333,6 +333,19 @@ static void register_sandbox(struct admin_conn *c, const char *body, size_t len)
 	free(e);
 }
 
+/* 200 with name's current entry, or 404. */
+static void respond_named(struct admin_conn *c, const char *name)
+{
+	struct gw_registry *r = gw_registry_current(c->a->d);
+	const struct gw_reg_entry *e = gw_registry_find(r, name);
+
+	if (e)
+		respond_entry(c, 200, e);
+	else
+		respond_error(c, 404, "no such sandbox");
+	gw_registry_put(r);
+}
+
 /* A reason code: what a stop records ("operator_stop" when none). */
 static int reason_ok(const char *s)
 {
@@ -373,16 +386,7 @@ static void stop_sandbox(struct admin_conn *c, const char *name, const char *bod
 		respond_error(c, 404, "no such sandbox");
 		return;
 	}
-	{
-		struct gw_registry *r = gw_registry_current(c->a->d);
-		const struct gw_reg_entry *e = gw_registry_find(r, name);
-
-		if (e)
-			respond_entry(c, 200, e);
-		else
-			respond_error(c, 404, "no such sandbox");
-		gw_registry_put(r);
-	}
+	respond_named(c, name);
 }
 
 /* A waiter's answer, once there is one: 200 with the stopped entry, 410
@@ -515,14 +519,7 @@ static void route(struct admin_conn *c, const struct http1_request *req, const c
 			else
 				respond_error(c, 404, "no such sandbox");
 		} else if (rest == 0 && get) {
-			struct gw_registry *r = gw_registry_current(d);
-			const struct gw_reg_entry *e = gw_registry_find(r, name);
-
-			if (e)
-				respond_entry(c, 200, e);
-			else
-				respond_error(c, 404, "no such sandbox");
-			gw_registry_put(r);
+			respond_named(c, name);
 		} else if (rest == 5 && !memcmp(slash, "/stop", 5)) {
 			if (!post)
 				goto method;

@@ -330,17 +330,25 @@ run_userns() {
 # run_stopped ARGS... - the gateway stops the sandbox (POST .../stop, what
 # block_and_kill does): sandgate run kills it at once, says why, exits 137,
 # the stop is audited with its reason, and nothing of the run remains.
-run_stopped() {
-	local name=sgt-x$$ pid id sock rc t0
+# held_run NAME TAG ARGS... - start `sandgate run` with a CMD that waits;
+# sets pid, id and sock (its gateway's admin socket) once CMD runs. TAG
+# names the output files ($T/TAG.out, $T/TAG.err).
+held_run() {
+	local n=$1 tag=$2; shift 2
 	rm -f "$WS/up"
-	"$SANDGATE" run -v -c "$CFG" --sandbox "$name" --workspace "$WS" "$@" -- \
-		sh -c 'echo up >/workspace/up; sleep 60' >"$T/stop.out" 2>"$T/stop.err" &
+	"$SANDGATE" run -v -c "$CFG" --sandbox "$n" --workspace "$WS" "$@" -- \
+		sh -c 'echo up >/workspace/up; sleep 60' >"$T/$tag.out" 2>"$T/$tag.err" &
 	pid=$!; RUN_PIDS+=($pid)
 	for _ in $(seq 1 1200); do [ -f "$WS/up" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-	[ -f "$WS/up" ] || fail "stop test: the sandbox did not start: $(cat "$T/stop.err")"
-	id=$(run_id "$T/stop.err"); RUN_IDS+=("$id")
-	sock=$(sed -n 's/.* admin \([^,]*\), log .*/\1/p' "$T/stop.err" | head -1)
-	[ -S "$sock" ] || fail "stop test: no admin socket in: $(head -3 "$T/stop.err")"
+	[ -f "$WS/up" ] || fail "$tag: the sandbox did not start: $(cat "$T/$tag.err")"
+	id=$(run_id "$T/$tag.err"); RUN_IDS+=("$id")
+	sock=$(sed -n 's/.* admin \([^,]*\), log .*/\1/p' "$T/$tag.err" | head -1)
+	[ -S "$sock" ] || fail "$tag: no admin socket in: $(head -3 "$T/$tag.err")"
+}
+
+run_stopped() {
+	local name=sgt-x$$ pid id sock rc t0
+	held_run "$name" stop "$@"
 	t0=$(date +%s%N)
 	curl -sS --max-time 5 --unix-socket "$sock" -X POST -d '{"reason":"secret_violation"}' \
 		-o "$T/stop.body" -w '%{http_code}' "http://x/v1/sandboxes/$name/stop" >"$T/stop.code"
@@ -421,14 +429,7 @@ SH
 # stopped (reason "unregistered", exit 137).
 run_unregistered() {
 	local name=sgt-y$$ pid id sock rc
-	rm -f "$WS/up"
-	"$SANDGATE" run -v -c "$CFG" --sandbox "$name" --workspace "$WS" "$@" -- \
-		sh -c 'echo up >/workspace/up; sleep 60' >"$T/unreg.out" 2>"$T/unreg.err" &
-	pid=$!; RUN_PIDS+=($pid)
-	for _ in $(seq 1 1200); do [ -f "$WS/up" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-	[ -f "$WS/up" ] || fail "unregister test: the sandbox did not start: $(cat "$T/unreg.err")"
-	id=$(run_id "$T/unreg.err"); RUN_IDS+=("$id")
-	sock=$(sed -n 's/.* admin \([^,]*\), log .*/\1/p' "$T/unreg.err" | head -1)
+	held_run "$name" unreg "$@"
 	[ "$(curl -sS --max-time 5 --unix-socket "$sock" -X DELETE -o /dev/null -w '%{http_code}' \
 		"http://x/v1/sandboxes/$name")" = 204 ] || fail "unregister test: DELETE failed"
 	wait $pid; rc=$?
