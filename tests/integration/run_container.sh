@@ -11,6 +11,7 @@
 . "$(dirname "$0")/../lib/run_common.sh"
 run_suite --backend container
 run_userns --backend container
+run_idmap_fallback --backend container
 run_nosetid --backend container
 run_kill_gateway --backend container
 run_signals --backend container

@@ -5,6 +5,7 @@
 command -v runc >/dev/null || skip "needs runc (Debian package runc)"
 run_suite --backend container --runtime runc
 run_userns --backend container --runtime runc
+run_idmap_fallback --backend container --runtime runc
 run_nosetid --backend container --runtime runc
 run_kill_gateway --backend container --runtime runc
 run_signals --backend container --runtime runc

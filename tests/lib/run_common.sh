@@ -7,6 +7,7 @@
 
 RUN_PIDS=()
 RUN_IDS=()
+RUN_MOUNTS=()
 TCPDUMP_PID=
 
 run_cleanup() {
@@ -17,6 +18,7 @@ run_cleanup() {
 		kill -9 "$p" 2>/dev/null
 	done
 	[ -n "$TCPDUMP_PID" ] && kill "$TCPDUMP_PID" 2>/dev/null
+	for p in "${RUN_MOUNTS[@]}"; do umount "$p" 2>/dev/null; done
 	# Whatever a failed test left, by its exact id only.
 	for id in "${RUN_IDS[@]}"; do
 		nft delete table inet "sandgate_$id" 2>/dev/null
@@ -437,4 +439,37 @@ run_unregistered() {
 		fail "unregistered run: exit $rc: $(tail -5 "$T/unreg.err")"
 	assert_gone "$id"
 	ok "the sandbox's registration removed by someone else: killed (exit 137), nothing left"
+}
+
+# run_idmap_fallback ARGS... - a workspace on a filesystem that cannot be
+# idmapped (ramfs): root inside becomes the workspace's owner (notice),
+# or, for a root-owned one, there is no user namespace (notice); CMD runs
+# either way, its files land as the owner, and setuid bits stay refused.
+run_idmap_fallback() {
+	local owner ws host
+	for owner in 4321:4322 0:0; do
+		ws=$T/ramfs-${owner%%:*}
+		mkdir -p "$ws"; mount -t ramfs ramfs "$ws" || fail "mount ramfs"
+		RUN_MOUNTS+=("$ws")
+		chown "$owner" "$ws"; chmod 0755 "$ws"
+		"$SANDGATE" run -c "$CFG" --sandbox "sgt-f$$" --workspace "$ws" "$@" -- sh -c '
+			head -1 /proc/self/uid_map >/workspace/uid_map
+			echo written >/workspace/written
+			cp /bin/true /workspace/s && chmod u+s /workspace/s 2>/dev/null; true' \
+			>"$T/fb.out" 2>"$T/fb.err" || fail "fallback run ($owner): $(cat "$T/fb.err")"
+		host=$(awk '{print $2}' "$ws/uid_map")
+		if [ "$owner" = 0:0 ]; then
+			grep -q "notice: no user namespace: the workspace is root's and cannot be idmapped" "$T/fb.err" ||
+				fail "root-owned ramfs: no notice: $(cat "$T/fb.err")"
+		else
+			grep -q "notice: the workspace cannot be idmapped .*: root in the sandbox is its owner, uid 4321" "$T/fb.err" ||
+				fail "4321-owned ramfs: no notice: $(cat "$T/fb.err")"
+			[ "$host" = 4321 ] || fail "4321-owned ramfs: root inside is host uid $host"
+		fi
+		[ "$(stat -c %u:%g "$ws/written")" = "$owner" ] ||
+			fail "ramfs $owner: file owned by $(stat -c %u:%g "$ws/written")"
+		[ -z "$(find "$ws" -perm /6000 -type f)" ] || fail "ramfs $owner: a setuid file was made"
+		umount "$ws"
+		ok "workspace that cannot be idmapped, owned by $owner: fallback with a notice (root inside = host uid $host), files land as $owner, no setuid"
+	done
 }
