@@ -7,43 +7,19 @@
 # gateway keeps running. A name that a live sandbox holds is refused; a
 # stopped gateway makes the run fail with 125 and a clear message.
 . "$(dirname "$0")/../lib/run_common.sh"
-need_root
-need curl openssl python3 jq nft ip
-mkcerts api.example.test other.example.test
-upstream api --cert api.example.test
-API_PORT=$UP_PORT API_LOG=$UP_LOG
+run_setup        # the suite's certificates, upstream, config (CFG) and WS
 SOCK=$T/admin.sock
 TP=$(freeport) DNSP=$(freeport)
-A=$T/audit.jsonl
-CFG=$T/sg.yaml
-write_cfg() {   # $1: the listen mapping
-	cat >"$CFG" <<YAML
-version: 1
-gateway:
-  workers: 1
-  listen: { $1 }
-  resolver:
-    hosts:
-      api.example.test: [127.0.0.1]
-      other.example.test: [127.0.0.1]
-  limits: { handshake_timeout: 2s, drain_timeout: 1s }
-audit: { path: $A }
-sandboxes:
-  "sgt-*":
-    allow:
-      - { name: api, domains: [api.example.test], ports: [$API_PORT] }
-default: deny
-YAML
-}
-write_cfg "transparent: \"[::]:$TP\", dns: \"[::]:$DNSP\", admin: \"unix:$SOCK\""
-# A build without the DNS responder refuses listen.dns: attach without it.
-"$SANDGATE" serve -c "$CFG" --check >/dev/null 2>&1 ||
-	write_cfg "transparent: \"[::]:$TP\", admin: \"unix:$SOCK\""
+# The suite's policy, served by a gateway of its own: listeners added.
+if [ "$DNS" = 1 ]; then
+	listen="transparent: \"[::]:$TP\", dns: \"[::]:$DNSP\", admin: \"unix:$SOCK\""
+else
+	listen="transparent: \"[::]:$TP\", admin: \"unix:$SOCK\""
+fi
+sed -i "s|^  workers: 1\$|&\n  listen: { $listen }|" "$CFG"
+grep -q "^  listen: " "$CFG" || fail "config edit"
 sg_start "$CFG"
 api() { curl -sS --max-time 5 --unix-socket "$SOCK" -o "$T/api.body" -w '%{http_code}' "$@"; }
-WS=$T/ws
-mkdir -p "$WS"
-cp "$T/certs/ca.pem" "$WS/ca.pem"
 NAME=sgt-at$$
 
 cat >"$WS/agent.sh" <<SH
