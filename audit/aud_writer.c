@@ -50,6 +50,7 @@
 #define AUD_NAP_MS 2            /* batch records for this long before sleeping */
 #define AUD_WAKE_BATCH 512      /* queued records that wake a napping writer early */
 #define AUD_NAP_BUSY 8          /* a batch this large means records come faster than wakeups */
+#define AUD_BUSY_GAP_MS 10      /* a batch this soon after the last one: busy too */
 
 struct qrec {
 	struct qrec *next;
@@ -76,7 +77,8 @@ struct aud_writer {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int sleeping;                   /* in an untimed wait: submitters must signal (mu) */
-	int busy;                       /* the last batch was large: nap between batches (mu) */
+	int busy;                       /* records come fast: nap between batches (mu) */
+	int64_t last_take;              /* mono_ms() of the last non-empty batch (mu) */
 	struct qrec *head, *tail;       /* owned queue, under mu */
 	int stop, reopen;               /* under mu */
 	atomic_size_t queued;           /* queue + pend, for queue_max */
@@ -200,10 +202,19 @@ static void pend_take_queue(struct aud_writer *a)
 	const struct qrec *q;
 	unsigned n = 0;
 
-	/* How busy we are decides whether the writer naps (see writer_main). */
+	/* How busy we are decides whether the writer naps (see writer_main):
+	 * a large batch, or records coming again soon after the last batch
+	 * (one wake-up per record would otherwise keep every batch small). */
 	for (q = a->head; q && n < AUD_NAP_BUSY; q = q->next)
 		n++;
-	a->busy = n >= AUD_NAP_BUSY;
+	if (a->head) {
+		int64_t now = mono_ms();
+
+		a->busy = n >= AUD_NAP_BUSY || now - a->last_take < AUD_BUSY_GAP_MS;
+		a->last_take = now;
+	} else {
+		a->busy = 0;
+	}
 	if (!a->head)
 		return;
 	if (a->pend_tail)
@@ -901,7 +912,17 @@ static void *writer_main(void *arg)
 		while (!a->head && !a->stop && !a->reopen && !a->pend) {
 			int64_t d = tick_deadline(a);
 
-			if (d) {
+			if (!napped && a->busy) {
+				/* Busy: nap before sleeping for good, so records that
+				 * arrive meanwhile are collected without waking us one
+				 * by one (submitters only signal a sleeping writer).
+				 * The nap ends at the fsync tick if that comes first.
+				 * Idle gateways write each record at once. */
+				int64_t nap = mono_ms() + AUD_NAP_MS;
+
+				napped = 1;
+				wait_until(a, d && d < nap ? d : nap);
+			} else if (d) {
 				int timed_out;
 
 				/* Waiting for the fsync tick: a new record must
@@ -911,13 +932,6 @@ static void *writer_main(void *arg)
 				a->sleeping = 0;
 				if (timed_out)
 					break;
-			} else if (!napped && a->busy) {
-				/* Busy: nap before sleeping for good, so records that
-				 * arrive meanwhile are collected without waking us one
-				 * by one (submitters only signal a sleeping writer).
-				 * Idle gateways write each record at once. */
-				napped = 1;
-				wait_until(a, mono_ms() + AUD_NAP_MS);
 			} else {
 				a->sleeping = 1;
 				pthread_cond_wait(&a->cv, &a->mu);
