@@ -37,10 +37,13 @@ METRICS = [
 BAR = {"new": (">=", 0.75), "ka": (">=", 0.80), "bulk": (">=", 0.90)}
 BAR_ABS = {"idle": ("<=", 3.0), "cpu": ("<=", 10.0)}
 BAR_ROWS = {"sg_tp", "sg_connect"}
+# The floor row (tests/bench/floor.c: a relay with no logic) is judged
+# against the same bar: where it misses, no relay meets the bar here.
+BAR_REF_ROWS = {"floor"}
 # chart labels (gnuplot: \n is a line break)
 SHORT = {
     "sg_tp": "sandgate\\ntransparent\\n1 worker", "haproxy": "HAProxy\\nSNI",
-    "nginx_stream": "nginx stream\\nssl_preread", "sniproxy": "sniproxy",
+    "nginx_stream": "nginx stream\\nssl_preread", "sniproxy": "sniproxy", "floor": "floor\\n(bare relay)",
     "sg_tp_auto": "sandgate\\ntransparent\\nworkers auto",
     "sg_connect": "sandgate\\nCONNECT\\n1 worker", "tinyproxy": "tinyproxy\\nCONNECT",
     "squid": "squid\\nCONNECT", "sg_connect_auto": "sandgate\\nCONNECT\\nworkers auto",
@@ -213,12 +216,32 @@ def main():
             if errors.get(row["id"]) and not any(data.get((row["id"], m)) for m, *_ in METRICS):
                 cells = ["failed: " + "; ".join(errors[row["id"]])] + ["—"] * (len(METRICS) - 1)
             b = ""
-            if row["id"] in BAR_ROWS:
+            if row["id"] in BAR_ROWS or row["id"] in BAR_REF_ROWS:
                 misses, ok = bar_check(row, data)
                 b = "meets" if not misses else "misses: " + ", ".join(misses)
+                if row["id"] in BAR_REF_ROWS:
+                    b = "(reference) " + b
                 bar_notes.append((row["label"], misses, ok))
             L.append(f"| {row['label']} | " + " | ".join(cells) + f" | {b} |")
     L.append("")
+    # sandgate against the floor, repetition by repetition
+    fl = [m for m, *_ in METRICS if data.get(("floor", m))]
+    if fl:
+        L.append("sandgate against the floor (the same figure of the floor row in the same "
+                 "repetition; medians of the per-repetition ratios; for CPU and memory lower is "
+                 "better):")
+        L.append("")
+        for rid in ("sg_tp", "sg_connect"):
+            parts = []
+            for m, h, _, _ in METRICS:
+                sv, fv = data.get((rid, m), {}), data.get(("floor", m), {})
+                r = [sv[k] / fv[k] for k in sv if fv.get(k)]
+                if r:
+                    parts.append(f"{h} {statistics.median(r):.2f}")
+            row = next((x for x in rows if x["id"] == rid), None)
+            if parts and row:
+                L.append(f"- {row['label']}: " + ", ".join(parts))
+        L.append("")
     # errors and load errors
     notes = []
     for row in rows:
