@@ -322,6 +322,55 @@ static void set_path(struct gw_conn *c, const char *t, size_t len)
 static int rewrite_head(struct gw_conn *c, const struct http1_request *req,
 			const char *path, size_t path_len, const char *authority,
 			size_t authority_len);
+static int stage_http_head(struct gw_conn *c);
+
+/*
+ * Only origin-form ("/path") or "*" where the decision was made on Host
+ * (transparent HTTP, HTTP inside a CONNECT tunnel): an origin server
+ * routes an absolute-form target by its URI and ignores Host (RFC 9112
+ * 3.2.2), and a CONNECT would ask it to tunnel; either would reach a host
+ * the decision never saw.
+ */
+static int origin_form(const struct http1_request *req)
+{
+	return (req->target_len >= 1 && req->target[0] == '/') ||
+	       (req->target_len == 1 && req->target[0] == '*');
+}
+
+/*
+ * A plain-HTTP request that goes upstream as one request on its own
+ * connection: the head rewritten with Connection: close, then exactly its
+ * body (Content-Length or chunked); whatever the client sends after it
+ * never reaches the upstream, so a second request cannot ride on this
+ * one's decision. Sets what the audit record says of the request.
+ * 0, or -1 if the connection was refused or closed here.
+ */
+static int http_one_request(struct gw_conn *c, const struct http1_request *req)
+{
+	c->http = 1;
+	c->event = "request";
+	c->tls_mode = "none";
+	snprintf(c->method, sizeof(c->method), "%.*s",
+		 (int)SG_MIN(req->method_len, sizeof(c->method) - 1), req->method);
+	if (!origin_form(req)) {
+		deny(c, "http_bad_request", NULL);
+		return -1;
+	}
+	set_path(c, req->target, req->target_len);
+	if (req->has_te && !req->chunked) {
+		deny(c, "http_bad_request", NULL);
+		return -1;
+	}
+	if (rewrite_head(c, req, req->target, req->target_len, NULL, 0) < 0) {
+		gw_conn_close(c, "out of memory");
+		return -1;
+	}
+	c->c2u.limit = req->chunked ? 0 : SG_MAX(req->content_length, 0);
+	c->c2u.chunked = req->chunked;
+	c->c2u.no_shut = 1;
+	c->hs->consumed = req->head_len;
+	return 0;
+}
 
 /* Set c->host from a name as the client wrote it; 0 if it is a host name,
  * 1 if it is an IP literal (then c->dst is set), -1 if neither. */
@@ -394,37 +443,10 @@ static void peek_classify(struct gw_conn *c, int final)
 		char hostbuf[SG_HOST_MAX + 3];
 		int port;
 
-		c->tls_mode = "none";
-		c->http = 1;
 		c->peek = PK_HTTP_NOHOST;
-		c->event = "request";
-		snprintf(c->method, sizeof(c->method), "%.*s",
-			 (int)SG_MIN(req.method_len, sizeof(c->method) - 1), req.method);
-		/*
-		 * Only origin-form ("/path") or "*": an origin server routes an
-		 * absolute-form target by its URI and ignores Host (RFC 9112
-		 * 3.2.2), and a CONNECT would ask it to tunnel; either would
-		 * reach a host the decision (made on Host) never saw.
-		 */
-		if (!((req.target_len >= 1 && req.target[0] == '/') ||
-		      (req.target_len == 1 && req.target[0] == '*'))) {
-			deny(c, "http_bad_request", NULL);
-			return;
-		}
-		set_path(c, req.target, req.target_len);
-		if (req.has_te && !req.chunked) {
-			deny(c, "http_bad_request", NULL);
-			return;
-		}
 		/* One request per upstream connection, as for the proxy. */
-		if (rewrite_head(c, &req, req.target, req.target_len, NULL, 0) < 0) {
-			gw_conn_close(c, "out of memory");
+		if (http_one_request(c, &req) < 0)
 			return;
-		}
-		c->c2u.limit = req.chunked ? 0 : SG_MAX(req.content_length, 0);
-		c->c2u.chunked = req.chunked;
-		c->c2u.no_shut = 1;
-		hs->consumed = req.head_len;
 		if (req.host && req.host_len &&
 		    sg_hostport_split(req.host, req.host_len, hostbuf, sizeof(hostbuf),
 				      c->odst_port, &port) == 0 &&
@@ -691,9 +713,23 @@ static void run_tunnel_peek(struct gw_conn *c, int final)
 			if (!req.host || sg_hostport_split(req.host, req.host_len, h, sizeof(h),
 							   c->port, &p) < 0 ||
 			    sg_host_normalize(h, strlen(h), hn) < 0 || strcmp(hn, c->host)) {
+				c->http = 1;
+				c->event = "request";
+				c->tls_mode = "none";
+				snprintf(c->method, sizeof(c->method), "%.*s",
+					 (int)SG_MIN(req.method_len, sizeof(c->method) - 1),
+					 req.method);
 				deny(c, "host_mismatch", NULL);
 				return;
 			}
+			/* One request per tunnel: a later request on the same
+			 * connection could name another host sharing the
+			 * address, and it would not be looked at. */
+			if (http_one_request(c, &req) < 0 || stage_http_head(c) < 0)
+				return;
+			hs->uout.off = 0;
+			gw_relay_start(c);
+			return;
 		}
 	}
 	/* TLS naming the right host, HTTP with the right Host, another
@@ -714,6 +750,44 @@ static void set_verdict(struct gw_conn *c, const struct pol_verdict *v)
 }
 
 static void connect_next(struct gw_conn *c);
+
+/* What goes upstream first for a request of http_one_request(): the
+ * rewritten head, then the body bytes that came with it: only the body,
+ * never what the client pipelined after it. 0, or -1 if refused. */
+static int stage_http_head(struct gw_conn *c)
+{
+	struct gw_hs *hs = c->hs;
+	size_t extra = hs->len - hs->consumed;
+
+	if (c->c2u.chunked) {
+		long k = http1_chunked_scan(&c->c2u.ch, hs->buf + hs->consumed, extra);
+
+		if (k < 0) {
+			refuse(c, 400, "http_bad_request");
+			return -1;
+		}
+		extra = (size_t)k;
+	} else {
+		extra = (size_t)SG_MIN((int64_t)extra, c->c2u.limit);
+		c->c2u.limit -= (int64_t)extra;
+	}
+	if (extra) {
+		char *nh = realloc(hs->head, hs->head_len + extra);
+
+		if (!nh) {
+			refuse(c, 502, "out_of_memory");
+			return -1;
+		}
+		memcpy(nh + hs->head_len, hs->buf + hs->consumed, extra);
+		hs->head = nh;
+		hs->head_len += extra;
+	}
+	hs->uout.p = (const uint8_t *)hs->head;
+	hs->uout.len = hs->head_len;
+	if (c->c2u.chunked ? c->c2u.ch.done : c->c2u.limit == 0)
+		c->c2u.eof = 1;
+	return 0;
+}
 
 static void upstream_connected(struct gw_conn *c)
 {
@@ -742,37 +816,8 @@ static void upstream_connected(struct gw_conn *c)
 		return;
 	}
 	if (c->http && hs->head) {
-		/* The rewritten head, then the body bytes that came with it:
-		 * only the body, never what the client pipelined after it. */
-		size_t extra = hs->len - hs->consumed;
-
-		if (c->c2u.chunked) {
-			long k = http1_chunked_scan(&c->c2u.ch, hs->buf + hs->consumed, extra);
-
-			if (k < 0) {
-				refuse(c, 400, "http_bad_request");
-				return;
-			}
-			extra = (size_t)k;
-		} else {
-			extra = (size_t)SG_MIN((int64_t)extra, c->c2u.limit);
-			c->c2u.limit -= (int64_t)extra;
-		}
-		if (extra) {
-			char *nh = realloc(hs->head, hs->head_len + extra);
-
-			if (!nh) {
-				refuse(c, 502, "out_of_memory");
-				return;
-			}
-			memcpy(nh + hs->head_len, hs->buf + hs->consumed, extra);
-			hs->head = nh;
-			hs->head_len += extra;
-		}
-		hs->uout.p = (const uint8_t *)hs->head;
-		hs->uout.len = hs->head_len;
-		if (c->c2u.chunked ? c->c2u.ch.done : c->c2u.limit == 0)
-			c->c2u.eof = 1;
+		if (stage_http_head(c) < 0)
+			return;
 	} else {
 		hs->uout.p = hs->buf;
 		hs->uout.len = hs->len;

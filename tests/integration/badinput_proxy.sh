@@ -110,8 +110,8 @@ check "curl through the proxy fails on the upstream reset (rc $rc: $(cat "$T/r3.
 check "the resetting upstream got all three requests" test "$(lines "$T/rst.log")" = 3
 check "audit: the reset request is recorded with the bytes that did flow" \
 	audit_exists '.event == "request" and .path == "/reset1" and .decision == "allow" and .bytes_down > 0 and .bytes_down < 1048576'
-check "audit: the reset tunnel is recorded" \
-	audit_exists '.event == "connection" and .dst_port == '"$RST"' and .decision == "allow" and .bytes_up > 0 and .bytes_down > 0'
+check "audit: the reset tunnel's request is recorded" \
+	audit_exists '.event == "request" and .path == "/reset2" and .dst_port == '"$RST"' and .decision == "allow" and .bytes_up > 0 and .bytes_down > 0'
 check "audit: one record per reset connection ($(audit_count '.dst_port == '"$RST") - $n0)" \
 	test "$(( $(audit_count '.dst_port == '"$RST") - n0 ))" = 3
 check "gateway alive after upstream resets" sg_alive

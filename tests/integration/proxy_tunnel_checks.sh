@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What runs inside a CONNECT tunnel allowed for a name must not name another
 # host: a client that stays silent past handshake_timeout does not get an
-# unchecked tunnel, and plain HTTP in the tunnel must carry the CONNECT host.
+# unchecked tunnel, and plain HTTP in the tunnel must carry the CONNECT host,
+# in origin-form, one request per tunnel.
 # The transparent listener takes plain HTTP in origin-form only (an
 # absolute-form target would be routed by the origin, not by Host).
 . "$(dirname "$0")/../lib/common.sh"
@@ -71,8 +72,67 @@ m0=$(wc -l <"$PLAIN_LOG")
 [ "$(tunnel 0 api.example.test "$PLAIN" plain)" = got ] || fail "plain HTTP with the right Host refused"
 [ "$(tunnel 0 other.example.test "$PLAIN" plain)" != got ] || fail "plain HTTP naming another Host got through"
 [ "$(wc -l <"$PLAIN_LOG")" -eq $((m0 + 1)) ] || fail "upstream saw: $(cat "$PLAIN_LOG")"
-audit_has "$T/audit.jsonl" '.reason == "host_mismatch" and .dst_host == "api.example.test"'
+audit_has "$T/audit.jsonl" '.reason == "host_mismatch" and .dst_host == "api.example.test" and .event == "request" and .method == "GET"'
+audit_has "$T/audit.jsonl" '.event == "request" and .decision == "allow" and .tls == "none" and .method == "GET" and .path == "/t" and .status == 200'
 ok "plain HTTP in a tunnel must carry the CONNECT host"
+
+# Plain HTTP in a tunnel is one request per tunnel, as through the transparent
+# listener: a second request (pipelined, or after the first answer) could name
+# another host sharing the address and would never be looked at. An
+# absolute-form target is routed by its URI, not by Host: refused.
+# tunnel_raw PORT PAUSE DATA...: CONNECT, then send each DATA (PAUSE s
+# apart), print the status lines that came back, then "eof"
+tunnel_raw() {
+	python3 - "$PP" "$@" <<'PY'
+import re, socket, sys, time
+pp, port, pause, parts = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4:]
+s = socket.create_connection(("127.0.0.1", pp), timeout=5)
+s.sendall(("CONNECT api.example.test:%s HTTP/1.1\r\nHost: api.example.test:%s\r\n\r\n" % (port, port)).encode())
+head = s.recv(4096)
+assert head.startswith(b"HTTP/1.1 200"), head
+got = b""
+for i, p in enumerate(parts):
+    if i:
+        time.sleep(pause)
+    try:
+        s.sendall(p.encode().decode("unicode_escape").encode())
+    except OSError:
+        break
+    if pause:
+        time.sleep(0.3)
+        s.settimeout(0.5)
+        try:
+            got += s.recv(65536)
+        except socket.timeout:
+            pass
+        s.settimeout(5)
+try:
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+except OSError:
+    pass
+for status in re.findall(rb"HTTP/1\.[01] [0-9]{3}", got):
+    print(status.decode())
+print("eof")
+PY
+}
+m0=$(wc -l <"$PLAIN_LOG")
+one='GET /one HTTP/1.1\r\nHost: api.example.test\r\n\r\n'
+two='GET /two HTTP/1.1\r\nHost: other.example.test\r\n\r\n'
+r=$(tunnel_raw "$PLAIN" 0 "$one$two")
+[ "$(grep -c '^HTTP/1.. 200' <<<"$r")" = 1 ] && [ "$(tail -n 1 <<<"$r")" = eof ] ||
+	fail "pipelined requests in a tunnel: $r"
+r=$(tunnel_raw "$PLAIN" 0.5 "$one" "$two")
+[ "$(grep -c '^HTTP/1.. 200' <<<"$r")" = 1 ] || fail "a second request in a tunnel: $r"
+r=$(tunnel_raw "$PLAIN" 0 'GET http://evil.example.org/steal HTTP/1.1\r\nHost: api.example.test\r\n\r\n')
+[ "$r" = eof ] || fail "absolute-form in a tunnel: $r"
+jq -r .path "$PLAIN_LOG" | tail -n +$((m0 + 1)) >"$T/paths"
+[ "$(cat "$T/paths")" = "$(printf '/one\n/one')" ] || fail "upstream saw: $(tr '\n' ' ' <"$T/paths")"
+audit_has "$T/audit.jsonl" '.event == "request" and .reason == "http_bad_request" and .method == "GET" and .path == null and .dst_host == "api.example.test"'
+ok "plain HTTP in a tunnel: one origin-form request per tunnel"
 
 # transparent: absolute-form and CONNECT targets are refused, origin-form works
 send_raw() {
