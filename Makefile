@@ -25,8 +25,7 @@ endif
 
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wpointer-arith -Wformat=2 -fstack-protector-strong \
-           -D_FORTIFY_SOURCE=2 -pthread $(OPT) $(SANFL) -I. -Ilib \
-           -DSG_VERSION='"$(VERSION)"'
+           -D_FORTIFY_SOURCE=2 -pthread $(OPT) $(SANFL) -I. -Ilib -I$(BUILD)
 # pkg-config is read lazily: the deps step may have to install it first
 PKG_CFLAGS = $(shell pkg-config --cflags $(LIBS))
 PKG_LIBS   = $(shell pkg-config --libs $(LIBS))
@@ -48,7 +47,17 @@ $(BIN): $(OBJS)
 	$(CC) -o $@ $^ $(LDFLAGS) $(PKG_LIBS)
 	@ln -sf $(notdir $(BIN)) $(dir $(BIN))sandgate-cni   # the CNI plugin is argv[0] "sandgate-cni"
 
-$(BUILD)/%.o: %.c | deps
+# The version is a generated header, rewritten only when it changes, so the
+# objects that print it are rebuilt when the commit changes (a -D flag would
+# leave them stale) and nothing else is.
+VERSION_H := $(BUILD)/sg_version.h
+$(VERSION_H): FORCE
+	@mkdir -p $(dir $@)
+	@v='#define SG_VERSION "$(VERSION)"'; [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" >$@
+.PHONY: FORCE
+FORCE:
+
+$(BUILD)/%.o: %.c | deps $(VERSION_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
 
