@@ -1223,12 +1223,11 @@ static int original_dst(int fd, struct sg_addr *a, uint16_t *port, int family)
 	return 0;
 }
 
-void gw_conn_accept(struct gw_worker *w, struct gw_listener *ls, int fd)
+void gw_conn_accept(struct gw_worker *w, struct gw_listener *ls, int fd,
+		    const struct sockaddr_storage *peer, socklen_t sl)
 {
 	struct gw_daemon *d = w->d;
 	struct gw_conn *c;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
 	int p;
 	const struct sg_config *cfg = w->snap->cfg;
 
@@ -1261,8 +1260,8 @@ void gw_conn_accept(struct gw_worker *w, struct gw_listener *ls, int fd)
 	c->start_ms = gw_now_ms();
 	c->hs->max = ls->kind == GW_LISTEN_PROXY ? (size_t)cfg->max_header_bytes : PEEK_MAX;
 	gw_timer_init(&c->timer, conn_timer);
-	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
-	    (p = sg_addr_from_sa((struct sockaddr *)&ss, &c->src)) >= 0)
+	if (sl >= sizeof(struct sockaddr_in) &&
+	    (p = sg_addr_from_sa((const struct sockaddr *)peer, &c->src)) >= 0)
 		c->src_port = (uint16_t)p;
 	/* TCP_NODELAY is inherited from the listening socket. */
 	/* Identity is the source address: a sandbox registered at run time

@@ -125,7 +125,9 @@ int gw_listen_socket(const char *spec, int reuse_port, int transparent_ok,
 		     char *err, size_t errsz, int *bound_port);
 
 /* conn.c */
-void gw_conn_accept(struct gw_worker *w, struct gw_listener *ls, int fd);
+/* peer: the client's address as accept4() returned it (sl bytes). */
+void gw_conn_accept(struct gw_worker *w, struct gw_listener *ls, int fd,
+		    const struct sockaddr_storage *peer, socklen_t sl);
 void gw_conn_close_all(struct gw_worker *w);
 /* End every connection of a sandbox the gateway stopped (w's registry):
  * those still being judged are denied with reason sandbox_stopped, relayed

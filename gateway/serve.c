@@ -130,14 +130,16 @@ static void listener_io(struct gw_loop *l, struct gw_io *io, uint32_t ev)
 	/* Level-triggered, bounded per wakeup so one busy listener cannot
 	 * starve the connections already on this loop. */
 	for (n = 0; n < 64; n++) {
-		int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(io->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
 				sg_warn("accept: %s", strerror(errno));
 			break;
 		}
-		gw_conn_accept(ls->w, ls, fd);
+		gw_conn_accept(ls->w, ls, fd, &ss, sl);
 	}
 }
 
