@@ -637,6 +637,27 @@ static void run_proxy_head(struct gw_conn *c)
 }
 
 /* After our 200: the tunnel's first bytes, if TLS, must name the CONNECT host. */
+/*
+ * The first line of what a client sent into a tunnel, up to its LF or the
+ * first control byte: SG_OK if it contains "HTTP/" (in any case), so it
+ * is meant as an HTTP request; SG_DECLINED if it does not and is complete
+ * (an LF, or a control byte: binary data); SG_AGAIN if it is text so far
+ * without a line end.
+ */
+static int names_http_version(const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && p[i] != '\n'; i++) {
+		if ((p[i] < 0x20 && p[i] != '\t' && p[i] != '\r') || p[i] == 0x7f)
+			break;
+		if (i + 5 <= n && (p[i] | 0x20) == 'h' && (p[i + 1] | 0x20) == 't' &&
+		    (p[i + 2] | 0x20) == 't' && (p[i + 3] | 0x20) == 'p' && p[i + 4] == '/')
+			return SG_OK;
+	}
+	return i == n ? SG_AGAIN : SG_DECLINED;
+}
+
 static void run_tunnel_peek(struct gw_conn *c, int final)
 {
 	struct gw_hs *hs = c->hs;
@@ -693,13 +714,20 @@ static void run_tunnel_peek(struct gw_conn *c, int final)
 		 * Plain HTTP must carry the CONNECT host as its Host.
 		 */
 		struct http1_request req;
+		size_t skip = 0, max = (size_t)cfg_of(c)->max_header_bytes;
 		int hr;
 
 		if (hs->len == 0) {
 			deny(c, "handshake_timeout", NULL);
 			return;
 		}
-		hr = http1_parse_request(hs->buf, hs->len, (size_t)cfg_of(c)->max_header_bytes, &req);
+		/* Servers ignore empty lines before a request line (RFC 9112
+		 * 2.2): so must the check, or the request behind them would
+		 * pass as "another protocol". */
+		while (skip < hs->len && (hs->buf[skip] == '\r' || hs->buf[skip] == '\n'))
+			skip++;
+		hr = skip == hs->len ? SG_AGAIN :
+		     http1_parse_request(hs->buf + skip, hs->len - skip, max, &req);
 		if (hr == SG_AGAIN && !final)
 			return;
 		if (hr == SG_AGAIN) {
@@ -710,6 +738,11 @@ static void run_tunnel_peek(struct gw_conn *c, int final)
 			char h[SG_HOST_MAX + 3], hn[SG_HOST_MAX + 1];
 			int p;
 
+			if (skip) {
+				memmove(hs->buf, hs->buf + skip, hs->len - skip);
+				hs->len -= skip;
+				http1_parse_request(hs->buf, hs->len, max, &req);
+			}
 			if (!req.host || sg_hostport_split(req.host, req.host_len, h, sizeof(h),
 							   c->port, &p) < 0 ||
 			    sg_host_normalize(h, strlen(h), hn) < 0 || strcmp(hn, c->host)) {
@@ -719,6 +752,7 @@ static void run_tunnel_peek(struct gw_conn *c, int final)
 				snprintf(c->method, sizeof(c->method), "%.*s",
 					 (int)SG_MIN(req.method_len, sizeof(c->method) - 1),
 					 req.method);
+				set_path(c, req.target, req.target_len);
 				deny(c, "host_mismatch", NULL);
 				return;
 			}
@@ -729,6 +763,24 @@ static void run_tunnel_peek(struct gw_conn *c, int final)
 				return;
 			hs->uout.off = 0;
 			gw_relay_start(c);
+			return;
+		}
+		/*
+		 * Not a request this parser takes. If it still names an HTTP
+		 * version (a duplicate Host, a folded field, a tab, the HTTP/2
+		 * preface...), a lenient origin might take it, and the request
+		 * or what is pipelined after it would go unchecked: refused.
+		 * Binary protocols and text lines without one are relayed.
+		 */
+		hr = names_http_version(hs->buf + skip, hs->len - skip);
+		if (hr == SG_AGAIN && !final)
+			return;
+		if (hr != SG_DECLINED) {
+			c->http = 1;
+			c->event = "request";
+			c->tls_mode = "none";
+			c->method[0] = '\0';   /* the CONNECT's; this one's is unknown */
+			deny(c, hr == SG_AGAIN ? "handshake_timeout" : "http_bad_request", NULL);
 			return;
 		}
 	}

@@ -39,6 +39,7 @@ struct dir {
 	int p[2];               /* -1 until a pipe is needed */
 	size_t in_pipe;
 	int rd, wr;             /* edge-triggered readiness, cleared on EAGAIN */
+	int hup;                /* the source reported EOF: read until it shows */
 	int eof, shut, bulk;
 };
 
@@ -115,7 +116,7 @@ static int pump(struct dir *d)
 				}
 				if (n == BUF)
 					d->bulk = 1;
-				else
+				else if (!d->hup)
 					d->rd = 0;      /* short read: drained */
 				moved = 1;
 			}
@@ -231,6 +232,8 @@ int main(int argc, char **argv)
 				continue;
 			if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 				p->d[r->side].rd = 1;
+			if (e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+				p->d[r->side].hup = 1;
 			if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
 				p->d[!r->side].wr = 1;
 			if (pump(&p->d[0]) < 0 || pump(&p->d[1]) < 0 ||

@@ -81,7 +81,8 @@ ok "plain HTTP in a tunnel must carry the CONNECT host"
 # another host sharing the address and would never be looked at. An
 # absolute-form target is routed by its URI, not by Host: refused.
 # tunnel_raw PORT PAUSE DATA...: CONNECT, then send each DATA (PAUSE s
-# apart), print the status lines that came back, then "eof"
+# apart), print the status lines that came back, then "bytes=N" (all bytes
+# that came back after the 200: 0 when the tunnel was closed unanswered)
 tunnel_raw() {
 	python3 - "$PP" "$@" <<'PY'
 import re, socket, sys, time
@@ -116,23 +117,47 @@ except OSError:
     pass
 for status in re.findall(rb"HTTP/1\.[01] [0-9]{3}", got):
     print(status.decode())
-print("eof")
+print("bytes=%d" % len(got))
 PY
 }
 m0=$(wc -l <"$PLAIN_LOG")
 one='GET /one HTTP/1.1\r\nHost: api.example.test\r\n\r\n'
 two='GET /two HTTP/1.1\r\nHost: other.example.test\r\n\r\n'
 r=$(tunnel_raw "$PLAIN" 0 "$one$two")
-[ "$(grep -c '^HTTP/1.. 200' <<<"$r")" = 1 ] && [ "$(tail -n 1 <<<"$r")" = eof ] ||
-	fail "pipelined requests in a tunnel: $r"
+[ "$(grep -c '^HTTP/1.. 200' <<<"$r")" = 1 ] || fail "pipelined requests in a tunnel: $r"
 r=$(tunnel_raw "$PLAIN" 0.5 "$one" "$two")
 [ "$(grep -c '^HTTP/1.. 200' <<<"$r")" = 1 ] || fail "a second request in a tunnel: $r"
 r=$(tunnel_raw "$PLAIN" 0 'GET http://evil.example.org/steal HTTP/1.1\r\nHost: api.example.test\r\n\r\n')
-[ "$r" = eof ] || fail "absolute-form in a tunnel: $r"
-jq -r .path "$PLAIN_LOG" | tail -n +$((m0 + 1)) >"$T/paths"
-[ "$(cat "$T/paths")" = "$(printf '/one\n/one')" ] || fail "upstream saw: $(tr '\n' ' ' <"$T/paths")"
+[ "$r" = bytes=0 ] || fail "absolute-form in a tunnel: $r"
 audit_has "$T/audit.jsonl" '.event == "request" and .reason == "http_bad_request" and .method == "GET" and .path == null and .dst_host == "api.example.test"'
 ok "plain HTTP in a tunnel: one origin-form request per tunnel"
+
+# What a lenient origin would still take as HTTP is judged as HTTP: empty
+# lines before the request line are skipped (RFC 9112 2.2) and the request
+# behind them checked; a request line this parser refuses but that names an
+# HTTP version (a duplicate Host, a tab, the HTTP/2 preface) is refused with
+# whatever follows it. Binary data and text without an HTTP version are
+# another protocol and relayed.
+r=$(tunnel_raw "$PLAIN" 0 '\r\n\r\nGET /lead HTTP/1.1\r\nHost: other.example.test\r\n\r\n')
+[ "$r" = bytes=0 ] || fail "leading empty lines, another Host: $r"
+audit_has "$T/audit.jsonl" '.reason == "host_mismatch" and .path == "/lead"'
+r=$(tunnel_raw "$PLAIN" 0 '\r\nGET /lead-ok HTTP/1.1\r\nHost: api.example.test\r\n\r\n')
+[ "$(grep -c '^HTTP/1.. 200' <<<"$r")" = 1 ] || fail "leading empty line, the right Host: $r"
+r=$(tunnel_raw "$PLAIN" 0 "GET /dup HTTP/1.1\\r\\nHost: api.example.test\\r\\nHost: other.example.test\\r\\n\\r\\n$two")
+[ "$r" = bytes=0 ] || fail "a duplicate Host: $r"
+r=$(tunnel_raw "$PLAIN" 0 'GET\t/tab HTTP/1.1\r\nHost: other.example.test\r\n\r\n')
+[ "$r" = bytes=0 ] || fail "a tab after the method: $r"
+r=$(tunnel_raw "$PLAIN" 0 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
+[ "$r" = bytes=0 ] || fail "the HTTP/2 preface: $r"
+r=$(tunnel_raw "$PLAIN" 0 'HELLO there\r\n\r\n')
+[ "$r" != bytes=0 ] || fail "a text line without an HTTP version was not relayed"
+r=$(tunnel_raw "$PLAIN" 0 '\x00\x01\x02binary\r\n\r\n')
+[ "$r" != bytes=0 ] || fail "binary data was not relayed"
+jq -r .path "$PLAIN_LOG" | tail -n +$((m0 + 1)) >"$T/paths"
+[ "$(cat "$T/paths")" = "$(printf '/one\n/one\n/lead-ok')" ] || fail "upstream saw: $(tr '\n' ' ' <"$T/paths")"
+n=$(jq -c 'select(.event == "request" and .reason == "http_bad_request" and .method == null and .dst_host == "api.example.test")' "$T/audit.jsonl" | wc -l)
+[ "$n" -ge 3 ] || fail "refusals not audited: $(jq -c 'select(.reason == "http_bad_request")' "$T/audit.jsonl")"
+ok "plain HTTP in a tunnel: what a lenient origin would take as HTTP is judged or refused"
 
 # transparent: absolute-form and CONNECT targets are refused, origin-form works
 send_raw() {
