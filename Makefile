@@ -53,7 +53,8 @@ $(BIN): $(OBJS)
 VERSION_H := $(BUILD)/sg_version.h
 $(VERSION_H): FORCE
 	@mkdir -p $(dir $@)
-	@v='#define SG_VERSION "$(VERSION)"'; [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" >$@
+	@v='#define SG_VERSION "$(VERSION)"'; [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || \
+		{ echo "$$v" >$@.tmp.$$$$ && mv -f $@.tmp.$$$$ $@; }
 .PHONY: FORCE
 FORCE:
 

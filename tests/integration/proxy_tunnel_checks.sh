@@ -101,7 +101,7 @@ for i, p in enumerate(parts):
         break
     if pause:
         time.sleep(0.3)
-        s.settimeout(0.5)
+        s.settimeout(2)
         try:
             got += s.recv(65536)
         except socket.timeout:
