@@ -230,7 +230,7 @@ static void refuse(struct gw_conn *c, int status, const char *reason)
 	 * policy said of the name; the reason says why (resolve_timeout ...). */
 	c->reason = reason;
 	c->allowed = 0;
-	if (c->http && hs && c->state != CS_TUNNEL_PEEK)
+	if (c->http && hs)
 		c->status = status;
 	audit_conn(c);
 	if (c->uio.fd >= 0) {
@@ -238,9 +238,11 @@ static void refuse(struct gw_conn *c, int status, const char *reason)
 		close(c->uio.fd);
 		c->uio.fd = -1;
 	}
-	if ((c->kind != GW_LISTEN_PROXY && !c->http) || !hs || c->state == CS_TUNNEL_PEEK) {
+	if ((c->kind != GW_LISTEN_PROXY && !c->http) || !hs ||
+	    (c->state == CS_TUNNEL_PEEK && !c->http)) {
 		/* Transparent TLS or opaque clients, and tunnels already answered
-		 * with 200, can only be closed; an HTTP client gets a status. */
+		 * with 200 that do not speak plain HTTP, can only be closed; an
+		 * HTTP client gets a status, inside a tunnel too. */
 		gw_conn_close(c, reason);
 		return;
 	}
@@ -780,7 +782,7 @@ static void run_tunnel_peek(struct gw_conn *c, int final)
 			c->event = "request";
 			c->tls_mode = "none";
 			c->method[0] = '\0';   /* the CONNECT's; this one's is unknown */
-			deny(c, hr == SG_AGAIN ? "handshake_timeout" : "http_bad_request", NULL);
+			refuse(c, 400, hr == SG_AGAIN ? "handshake_timeout" : "http_bad_request");
 			return;
 		}
 	}

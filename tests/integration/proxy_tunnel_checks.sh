@@ -55,7 +55,15 @@ try:
         s = ctx.wrap_socket(s, server_hostname=sni)
     s.sendall(("GET /t HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % sni).encode())
     data = s.recv(4096)
-    print("got" if data else "closed")
+    # "got": the upstream answered; otherwise sandgate's refusal (its
+    # status line and X-Sandgate-Reason) or "closed"
+    if data.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200")):
+        print("got")
+    elif data:
+        reason = [l for l in data.split(b"\r\n") if l.startswith(b"X-Sandgate-Reason:")]
+        print(data.split(b"\r\n")[0].decode(), *(r.decode() for r in reason))
+    else:
+        print("closed")
 except Exception as e:
     print("refused")
 PY
@@ -70,7 +78,9 @@ ok "a tunnel silent past handshake_timeout is closed, not relayed unchecked"
 
 m0=$(wc -l <"$PLAIN_LOG")
 [ "$(tunnel 0 api.example.test "$PLAIN" plain)" = got ] || fail "plain HTTP with the right Host refused"
-[ "$(tunnel 0 other.example.test "$PLAIN" plain)" != got ] || fail "plain HTTP naming another Host got through"
+r=$(tunnel 0 other.example.test "$PLAIN" plain)
+[ "$r" = "HTTP/1.1 403 Forbidden X-Sandgate-Reason: host_mismatch" ] ||
+	fail "plain HTTP naming another Host: $r"
 [ "$(wc -l <"$PLAIN_LOG")" -eq $((m0 + 1)) ] || fail "upstream saw: $(cat "$PLAIN_LOG")"
 audit_has "$T/audit.jsonl" '.reason == "host_mismatch" and .dst_host == "api.example.test" and .event == "request" and .method == "GET"'
 audit_has "$T/audit.jsonl" '.event == "request" and .decision == "allow" and .tls == "none" and .method == "GET" and .path == "/t" and .status == 200'
@@ -81,8 +91,9 @@ ok "plain HTTP in a tunnel must carry the CONNECT host"
 # another host sharing the address and would never be looked at. An
 # absolute-form target is routed by its URI, not by Host: refused.
 # tunnel_raw PORT PAUSE DATA...: CONNECT, then send each DATA (PAUSE s
-# apart), print the status lines that came back, then "bytes=N" (all bytes
-# that came back after the 200: 0 when the tunnel was closed unanswered)
+# apart), print the status lines that came back, "sandgate" if one of them
+# was sandgate's refusal, then "bytes=N" (all bytes that came back after the
+# 200: 0 when the tunnel was closed unanswered)
 tunnel_raw() {
 	python3 - "$PP" "$@" <<'PY'
 import re, socket, sys, time
@@ -117,8 +128,16 @@ except OSError:
     pass
 for status in re.findall(rb"HTTP/1\.[01] [0-9]{3}", got):
     print(status.decode())
+if b"\r\nX-Sandgate-Reason: " in got:
+    print("sandgate")
 print("bytes=%d" % len(got))
 PY
+}
+# refused STATUS WHAT: $r is sandgate's refusal alone (one status line, with
+# X-Sandgate-Reason), nothing from the upstream
+refused() {
+	[ "$(head -n 1 <<<"$r")" = "HTTP/1.1 $1" ] && [ "$(grep -c '^HTTP/' <<<"$r")" = 1 ] &&
+		grep -qx sandgate <<<"$r" || fail "$2: $r"
 }
 m0=$(wc -l <"$PLAIN_LOG")
 one='GET /one HTTP/1.1\r\nHost: api.example.test\r\n\r\n'
@@ -128,7 +147,7 @@ r=$(tunnel_raw "$PLAIN" 0 "$one$two")
 r=$(tunnel_raw "$PLAIN" 0.5 "$one" "$two")
 [ "$(grep -c '^HTTP/1.. 200' <<<"$r")" = 1 ] || fail "a second request in a tunnel: $r"
 r=$(tunnel_raw "$PLAIN" 0 'GET http://evil.example.org/steal HTTP/1.1\r\nHost: api.example.test\r\n\r\n')
-[ "$r" = bytes=0 ] || fail "absolute-form in a tunnel: $r"
+refused 403 "absolute-form in a tunnel"
 audit_has "$T/audit.jsonl" '.event == "request" and .reason == "http_bad_request" and .method == "GET" and .path == null and .dst_host == "api.example.test"'
 ok "plain HTTP in a tunnel: one origin-form request per tunnel"
 
@@ -139,20 +158,22 @@ ok "plain HTTP in a tunnel: one origin-form request per tunnel"
 # whatever follows it. Binary data and text without an HTTP version are
 # another protocol and relayed.
 r=$(tunnel_raw "$PLAIN" 0 '\r\n\r\nGET /lead HTTP/1.1\r\nHost: other.example.test\r\n\r\n')
-[ "$r" = bytes=0 ] || fail "leading empty lines, another Host: $r"
+refused 403 "leading empty lines, another Host"
 audit_has "$T/audit.jsonl" '.reason == "host_mismatch" and .path == "/lead"'
 r=$(tunnel_raw "$PLAIN" 0 '\r\nGET /lead-ok HTTP/1.1\r\nHost: api.example.test\r\n\r\n')
 [ "$(grep -c '^HTTP/1.. 200' <<<"$r")" = 1 ] || fail "leading empty line, the right Host: $r"
 r=$(tunnel_raw "$PLAIN" 0 "GET /dup HTTP/1.1\\r\\nHost: api.example.test\\r\\nHost: other.example.test\\r\\n\\r\\n$two")
-[ "$r" = bytes=0 ] || fail "a duplicate Host: $r"
+refused 400 "a duplicate Host"
 r=$(tunnel_raw "$PLAIN" 0 'GET\t/tab HTTP/1.1\r\nHost: other.example.test\r\n\r\n')
-[ "$r" = bytes=0 ] || fail "a tab after the method: $r"
+refused 400 "a tab after the method"
 r=$(tunnel_raw "$PLAIN" 0 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
-[ "$r" = bytes=0 ] || fail "the HTTP/2 preface: $r"
+refused 400 "the HTTP/2 preface"
 r=$(tunnel_raw "$PLAIN" 0 'HELLO there\r\n\r\n')
-[ "$r" != bytes=0 ] || fail "a text line without an HTTP version was not relayed"
+[ "$r" != bytes=0 ] && ! grep -qx sandgate <<<"$r" ||
+	fail "a text line without an HTTP version was not relayed: $r"
 r=$(tunnel_raw "$PLAIN" 0 '\x00\x01\x02binary\r\n\r\n')
-[ "$r" != bytes=0 ] || fail "binary data was not relayed"
+[ "$r" != bytes=0 ] && ! grep -qx sandgate <<<"$r" ||
+	fail "binary data was not relayed: $r"
 jq -r .path "$PLAIN_LOG" | tail -n +$((m0 + 1)) >"$T/paths"
 [ "$(cat "$T/paths")" = "$(printf '/one\n/one\n/lead-ok')" ] || fail "upstream saw: $(tr '\n' ' ' <"$T/paths")"
 n=$(jq -c 'select(.event == "request" and .reason == "http_bad_request" and .method == null and .dst_host == "api.example.test")' "$T/audit.jsonl" | wc -l)
