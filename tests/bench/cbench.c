@@ -27,7 +27,8 @@
  * Output (load mode), one line:
  *   requests=R connects=K errors=E seconds=S rps=X
  * A response is counted only if its status is 200 and its body has exactly
- * the Content-Length it announced.
+ * the Content-Length it announced. The Host header carries the port
+ * unless it is 443.
  *
  * Build: cc -O2 -o cbench cbench.c -lssl -lcrypto -lpthread
  */
@@ -520,10 +521,25 @@ int main(int argc, char **argv)
 	SSL_CTX_set_options(g_ctx, SSL_OP_NO_TICKET);
 	SSL_CTX_set_mode(g_ctx, SSL_MODE_RELEASE_BUFFERS);
 
-	g_req_len = (size_t)snprintf(g_req, sizeof(g_req),
-				     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: cbench\r\n%s\r\n",
-				     g_path, g_sni,
-				     g_keepalive || g_idle ? "" : "Connection: close\r\n");
+	/* Host carries the port unless it is 443 (RFC 9110 7.2), as curl and
+	 * wrk send it: an intercepting proxy routes the request by it. The
+	 * port is the CONNECT target's, or the one dialled. */
+	{
+		const char *pc = g_connect ? strrchr(g_connect, ':') : NULL;
+		int port = pc ? atoi(pc + 1) : ntohs(g_addr.ss_family == AF_INET6 ?
+			((struct sockaddr_in6 *)&g_addr)->sin6_port :
+			((struct sockaddr_in *)&g_addr)->sin_port);
+		char host[300];
+
+		if (port == 443)
+			snprintf(host, sizeof(host), "%s", g_sni);
+		else
+			snprintf(host, sizeof(host), "%s:%d", g_sni, port);
+		g_req_len = (size_t)snprintf(g_req, sizeof(g_req),
+					     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: cbench\r\n%s\r\n",
+					     g_path, host,
+					     g_keepalive || g_idle ? "" : "Connection: close\r\n");
+	}
 	if (g_connect)
 		g_creq_len = (size_t)snprintf(g_creq, sizeof(g_creq),
 					      "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n",
