@@ -2,11 +2,12 @@
  * relay.c - moving bytes once the decision is made.
  *
  * First whatever we hold for the upstream (the peeked ClientHello, a
- * rewritten HTTP head) is written; after that each direction runs
- * src -> pipe -> dst with splice(2), so payload never enters user space.
- * A direction takes a pipe from the worker's pool only while bytes are in
- * flight and returns it when the pipe drains: an idle connection holds
- * no pipe. Half-close is forwarded (EOF from one side shuts the other's
+ * rewritten HTTP head) is written; after that each direction copies small
+ * reads through one per-worker buffer (recv, then send at once) and runs
+ * bulk data src -> pipe -> dst with splice(2), so large payloads never
+ * enter user space (dir_copy says when it switches). A direction takes a
+ * pipe from the worker's pool only while bytes are in flight and returns
+ * it when the pipe drains: an idle connection holds no pipe. Half-close is forwarded (EOF from one side shuts the other's
  * write side once the pipe is empty); a reset on one side resets the
  * other. Readiness is edge-triggered: the c_rd/u_wr... flags are set by
  * epoll and cleared only when a call returns EAGAIN.
