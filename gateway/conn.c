@@ -339,6 +339,20 @@ static int origin_form(const struct http1_request *req)
 	       (req->target_len == 1 && req->target[0] == '*');
 }
 
+/* From here the connection is audited as a plain-HTTP request: req's
+ * method (none if req is NULL: it did not parse). */
+static void as_http_request(struct gw_conn *c, const struct http1_request *req)
+{
+	c->http = 1;
+	c->event = "request";
+	c->tls_mode = "none";
+	if (req)
+		snprintf(c->method, sizeof(c->method), "%.*s",
+			 (int)SG_MIN(req->method_len, sizeof(c->method) - 1), req->method);
+	else
+		c->method[0] = '\0';
+}
+
 /*
  * A plain-HTTP request that goes upstream as one request on its own
  * connection: the head rewritten with Connection: close, then exactly its
@@ -349,11 +363,7 @@ static int origin_form(const struct http1_request *req)
  */
 static int http_one_request(struct gw_conn *c, const struct http1_request *req)
 {
-	c->http = 1;
-	c->event = "request";
-	c->tls_mode = "none";
-	snprintf(c->method, sizeof(c->method), "%.*s",
-		 (int)SG_MIN(req->method_len, sizeof(c->method) - 1), req->method);
+	as_http_request(c, req);
 	if (!origin_form(req)) {
 		deny(c, "http_bad_request", NULL);
 		return -1;
@@ -638,7 +648,6 @@ static void run_proxy_head(struct gw_conn *c)
 	decide(c);
 }
 
-/* After our 200: the tunnel's first bytes, if TLS, must name the CONNECT host. */
 /*
  * The first line of what a client sent into a tunnel, up to its LF or the
  * first control byte: SG_OK if it contains "HTTP/" (in any case), so it
@@ -660,6 +669,8 @@ static int names_http_version(const uint8_t *p, size_t n)
 	return i == n ? SG_AGAIN : SG_DECLINED;
 }
 
+/* After our 200: the tunnel's first bytes, if TLS, must name the CONNECT
+ * host; if plain HTTP, its Host, and it goes up as one request. */
 static void run_tunnel_peek(struct gw_conn *c, int final)
 {
 	struct gw_hs *hs = c->hs;
@@ -748,12 +759,7 @@ static void run_tunnel_peek(struct gw_conn *c, int final)
 			if (!req.host || sg_hostport_split(req.host, req.host_len, h, sizeof(h),
 							   c->port, &p) < 0 ||
 			    sg_host_normalize(h, strlen(h), hn) < 0 || strcmp(hn, c->host)) {
-				c->http = 1;
-				c->event = "request";
-				c->tls_mode = "none";
-				snprintf(c->method, sizeof(c->method), "%.*s",
-					 (int)SG_MIN(req.method_len, sizeof(c->method) - 1),
-					 req.method);
+				as_http_request(c, &req);
 				set_path(c, req.target, req.target_len);
 				deny(c, "host_mismatch", NULL);
 				return;
@@ -778,10 +784,7 @@ static void run_tunnel_peek(struct gw_conn *c, int final)
 		if (hr == SG_AGAIN && !final)
 			return;
 		if (hr != SG_DECLINED) {
-			c->http = 1;
-			c->event = "request";
-			c->tls_mode = "none";
-			c->method[0] = '\0';   /* the CONNECT's; this one's is unknown */
+			as_http_request(c, NULL);
 			refuse(c, 400, hr == SG_AGAIN ? "handshake_timeout" : "http_bad_request");
 			return;
 		}
