@@ -356,6 +356,19 @@ static void registry_swap(struct gw_daemon *d, struct gw_registry *nr)
 	wake_all(d);
 }
 
+/* A writer's end: drop its reference to cur, swap nr in (NULL: nothing
+ * changes, the write was refused or out of memory) and let the next
+ * writer in. -1 if nr is NULL. */
+static int registry_publish(struct gw_daemon *d, struct gw_registry *cur,
+			    struct gw_registry *nr)
+{
+	gw_registry_put(cur);
+	if (nr)
+		registry_swap(d, nr);
+	pthread_mutex_unlock(&reg_write_mu);
+	return nr ? 0 : -1;
+}
+
 /*
  * Labels as ["key=value", ...]: audit records stay flat (values are
  * scalars or arrays of strings), which is what audit query reads.
@@ -422,8 +435,7 @@ int gw_register(struct gw_daemon *d, const struct gw_reg_entry *e, char *err, si
 	if (old && old->stopped[0]) {
 		snprintf(err, errsz, "sandbox \"%s\" was stopped by the gateway (%s): "
 			 "DELETE it first", e->name, old->stopped);
-		gw_registry_put(cur);
-		pthread_mutex_unlock(&reg_write_mu);
+		registry_publish(d, cur, NULL);
 		return SG_EINVAL;
 	}
 	nr = gw_registry_with(cur, e, &conflict);
@@ -432,13 +444,10 @@ int gw_register(struct gw_daemon *d, const struct gw_reg_entry *e, char *err, si
 			snprintf(err, errsz, "an address is already registered to \"%s\"", conflict);
 		else
 			snprintf(err, errsz, "out of memory");
-		gw_registry_put(cur);
-		pthread_mutex_unlock(&reg_write_mu);
+		registry_publish(d, cur, NULL);
 		return conflict ? SG_EINVAL : SG_ENOMEM;
 	}
-	gw_registry_put(cur);
-	registry_swap(d, nr);
-	pthread_mutex_unlock(&reg_write_mu);
+	registry_publish(d, cur, nr);
 	sg_info("sandbox %s registered", e->name);
 	audit_sandbox(d, "sandbox_start", "allow", "registered", e);
 	return 0;
@@ -455,17 +464,12 @@ int gw_unregister(struct gw_daemon *d, const char *name)
 	cur = gw_registry_current(d);
 	e = gw_registry_find(cur, name);
 	if (!e) {
-		gw_registry_put(cur);
-		pthread_mutex_unlock(&reg_write_mu);
+		registry_publish(d, cur, NULL);
 		return SG_EINVAL;
 	}
 	copy = *e;
 	nr = gw_registry_without(cur, name, &found);
-	gw_registry_put(cur);
-	if (nr)
-		registry_swap(d, nr);
-	pthread_mutex_unlock(&reg_write_mu);
-	if (!nr)
+	if (registry_publish(d, cur, nr) < 0)
 		return SG_ENOMEM;
 	sg_info("sandbox %s unregistered", name);
 	audit_sandbox(d, "sandbox_stop", "allow", "unregistered", &copy);
@@ -483,8 +487,7 @@ int gw_stop_sandbox(struct gw_daemon *d, const char *name, const char *reason)
 	cur = gw_registry_current(d);
 	e = gw_registry_find(cur, name);
 	if (!e || e->stopped[0]) {
-		gw_registry_put(cur);
-		pthread_mutex_unlock(&reg_write_mu);
+		registry_publish(d, cur, NULL);
 		return e ? 0 : SG_EINVAL;
 	}
 	copy = *e;
@@ -492,11 +495,7 @@ int gw_stop_sandbox(struct gw_daemon *d, const char *name, const char *reason)
 	copy.stopped_at = (int64_t)time(NULL);
 	/* Same name, same addresses: replaces the entry, no conflict. */
 	nr = gw_registry_with(cur, &copy, &conflict);
-	gw_registry_put(cur);
-	if (nr)
-		registry_swap(d, nr);
-	pthread_mutex_unlock(&reg_write_mu);
-	if (!nr)
+	if (registry_publish(d, cur, nr) < 0)
 		return SG_ENOMEM;
 	sg_warn("sandbox %s stopped: %s", name, reason);
 	/* A deny: from now on its traffic is refused. */
